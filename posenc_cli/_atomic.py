@@ -1,0 +1,113 @@
+"""Atomic output: every file posenc writes appears whole or not at all.
+
+Each output is written to a temporary file in its own directory (same filesystem, so the final rename is atomic),
+flushed to disk, given the permissions an ordinary ``open()`` would have given it (``0o666 & ~umask``; ``mkstemp``
+makes 0600), and only then renamed over the target with ``os.replace``. On any error, or an interrupt, the
+temporaries are removed and the targets keep what they held before.
+
+Temporary files are named ``.<target name>.<random>.posenc-tmp`` so that one left behind by a killed process is
+recognisable. A target that is a symbolic link is followed: the file it points to is replaced, the link stays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import OutputError
+
+TMP_SUFFIX = ".posenc-tmp"
+
+
+def check_writable(path: Path) -> Path:
+    """The real path ``path`` will be written at; ``OutputError`` when it cannot be, before any work is done."""
+    target = Path(os.path.realpath(path))
+    parent = target.parent
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+    if target.is_dir():
+        raise OutputError(f"cannot write {str(path)!r}: it is a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {str(path)!r}: no permission to create files in {str(parent)!r}")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
+    """Open temporary files for ``paths``; on a clean exit, move each into place, else remove them all.
+
+    The files are replaced one after another once every one of them has been written in full, so an error while
+    writing any of them leaves all targets untouched.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "t.bin"
+    >>> with atomic_outputs([out]) as (fp,):
+    ...     _ = fp.write(b"abc")
+    >>> out.read_bytes()
+    b'abc'
+    """
+    targets = [check_writable(p) for p in paths]
+    mode = 0o666 & ~_umask()
+    temps: list[tuple[BinaryIO, str]] = []
+    try:
+        for target in targets:
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
+            except OSError as exc:
+                raise _output_error(target, exc) from None
+            temps.append((os.fdopen(fd, "w+b"), tmp))
+        try:
+            yield [fp for fp, _ in temps]
+        except OSError as exc:
+            if isinstance(exc, OutputError):
+                raise
+            raise _output_error(targets[0], exc) from None
+        for (fp, tmp), target in zip(temps, targets):
+            try:
+                fp.flush()
+                os.fsync(fp.fileno())
+                os.fchmod(fp.fileno(), mode)
+                fp.close()
+            except OSError as exc:
+                raise _output_error(target, exc) from None
+        for (_, tmp), target in zip(temps, targets):
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise _output_error(target, exc) from None
+        _fsync_dirs({t.parent for t in targets})
+    finally:
+        for fp, tmp in temps:
+            fp.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def _output_error(target: Path, exc: OSError) -> OutputError:
+    cause = "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return OutputError(f"cannot write {str(target)!r}: {cause}")
+
+
+def _umask() -> int:
+    # os.umask can only be read by setting it; set it straight back.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dirs(dirs: set[Path]) -> None:
+    """Make the renames durable; a filesystem that cannot fsync a directory is not an error."""
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            fd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

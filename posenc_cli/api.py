@@ -1,0 +1,173 @@
+"""posenc's Python API: make a table, save it in any registered format, load it back.
+
+>>> import posenc_cli
+>>> pe = posenc_cli.sinusoidal(16, 8)                      # numpy array, float32, correctly rounded
+>>> table = posenc_cli.generate(seq_len=16, d_model=8)     # the same values as a Table with its parameters
+>>> paths = posenc_cli.save(table, "pe.h")                 # doctest: +SKIP
+>>> posenc_cli.load("pe.npy").array.shape                  # doctest: +SKIP
+(16, 8)
+
+This layer knows paths: it picks the format (explicitly or from the suffix), names the table, and writes every file
+atomically through :mod:`posenc_cli._atomic`. It never prints and never exits; errors are
+:class:`~posenc_cli.errors.PosencError` subclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+from . import _atomic
+from .encodings import check_params, sinusoidal, sinusoidal_rows
+from .errors import FormatError, SpecError
+from .formats import FORMATS, Format, WriteOptions, by_name, infer
+from .formats.options import check_name, name_from_path
+from .table import Array, Param, RowSource, Table
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = ["Output", "generate", "load", "plan", "save", "sinusoidal"]
+
+
+def generate(
+    seq_len: int, d_model: int, *, base: float = 10000.0, dtype: str = "float32", lazy: bool = False
+) -> Table:
+    """The sinusoidal table of "Attention Is All You Need" as a :class:`Table` with its parameters.
+
+    ``PE[pos, 2i] = sin(pos / base**(2i/d_model))``, ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))`` for
+    ``pos`` in ``0..seq_len-1``; an odd ``d_model`` ends with a sine column. Values are as
+    :func:`posenc_cli.sinusoidal` computes them.
+
+    With ``lazy=True`` the table's array is a :class:`~posenc_cli.table.RowSource`: nothing is computed until a
+    writer asks for rows, block by block, so :func:`save` streams tables larger than memory with bounded memory.
+
+    Examples
+    --------
+    >>> t = generate(4, 6, dtype="float64")
+    >>> t.kind, t.array.shape, t.params["layout"]
+    ('sinusoidal', (4, 6), 'interleaved')
+    """
+    seq_len, d_model, base, np_dtype = check_params(seq_len, d_model, base, dtype)
+    array: Array
+    if lazy:
+        array = RowSource(
+            (seq_len, d_model), np_dtype, functools.partial(sinusoidal_rows, d_model=d_model, base=base, dtype=np_dtype)
+        )
+    else:
+        array = sinusoidal(seq_len, d_model, base=base, dtype=np_dtype)
+    params: dict[str, Param] = {
+        "seq_len": seq_len,
+        "d_model": d_model,
+        "base": float(base),
+        "dtype": str(np_dtype),
+        "layout": "interleaved",
+    }
+    return Table("sinusoidal", {"pe": array}, params)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where and how a table will be written: the format, the table's name and every file it makes."""
+
+    format: Format
+    name: str
+    paths: tuple[Path, ...]
+
+
+def plan(path: PathLike, *, format: str | None = None, name: str | None = None) -> Output:
+    """Check an output before any work is done: format known, name valid, every file writable.
+
+    Raises
+    ------
+    SpecError
+        Unknown ``format``, a suffix that names no format, or an invalid ``name``.
+    OutputError
+        A missing directory, a directory without write permission, a path that is a directory.
+    """
+    path = Path(os.fspath(path))
+    fmt = by_name(format) if format is not None else infer(path)
+    table_name = check_name(name) if name is not None else name_from_path(path)
+    paths = [path]
+    if fmt.companion is not None:
+        companion = path.with_suffix(fmt.companion.suffix)
+        if companion == path:
+            raise SpecError(
+                f"the {fmt.name} format writes a {fmt.companion.suffix} file beside the output, "
+                f"so the output {str(path)!r} cannot itself end in {fmt.companion.suffix}",
+                param="format",
+            )
+        paths.append(companion)
+    for p in paths:
+        _atomic.check_writable(p)
+    return Output(fmt, table_name, tuple(paths))
+
+
+def save(
+    table: Table | np.ndarray,
+    path: PathLike,
+    *,
+    format: str | None = None,
+    name: str | None = None,
+    header: bool = True,
+    command: str | None = None,
+) -> list[Path]:
+    """Write ``table`` (or a bare 2-D array) to ``path`` atomically; return every path written.
+
+    Parameters
+    ----------
+    table : Table or numpy.ndarray
+        What to write; a bare array is wrapped with :meth:`Table.from_array`.
+    path : str or os.PathLike
+        The output. Its suffix picks the format (``posenc_cli.formats.FORMATS``) unless ``format`` is given.
+        The ``c`` format also writes ``<stem>.h`` next to it.
+    format : str, optional
+        A key of ``FORMATS``: ``npy``, ``h5``, ``csv``, ``h``, ``c``.
+    name : str, optional
+        The C symbol and HDF5 dataset name; by default the file's stem made a C identifier.
+    header : bool
+        CSV: write the ``d0,d1,...`` header row.
+    command : str, optional
+        The command line recorded in C provenance comments.
+
+    Examples
+    --------
+    >>> save(generate(16, 8), "pe.c", name="pe_table")  # doctest: +SKIP
+    [PosixPath('pe.c'), PosixPath('pe.h')]
+    """
+    if not isinstance(table, Table):
+        table = Table.from_array(np.asarray(table))
+    out = plan(path, format=format, name=name)
+    options = WriteOptions(name=out.name, header=header, command=command, filename=out.paths[0].name)
+    with _atomic.atomic_outputs(out.paths) as files:
+        out.format.dump(table, files[0], options)
+        if out.format.companion is not None:
+            out.format.companion.dump(table, files[1], dataclasses.replace(options, filename=out.paths[1].name))
+    return list(out.paths)
+
+
+def load(path: PathLike, *, format: str | None = None) -> Table:
+    """Read a table from any format posenc can read back (``npy``, ``h5``, ``csv``).
+
+    Raises
+    ------
+    FormatError
+        The file is not a valid file of its format, or the format cannot be read back (C sources).
+    """
+    path = Path(os.fspath(path))
+    fmt = by_name(format) if format is not None else infer(path)
+    if fmt.load is None:
+        readable = ", ".join(f.name for f in FORMATS.values() if f.load is not None)
+        raise FormatError(f"posenc cannot read {fmt.name} files back; it reads {readable}")
+    try:
+        with open(path, "rb") as fp:
+            return fmt.load(fp)
+    except OSError as exc:
+        raise FormatError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    except FormatError as exc:
+        raise FormatError(f"{str(path)!r}: {exc}") from None

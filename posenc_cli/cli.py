@@ -1,0 +1,161 @@
+"""The ``posenc`` command: parse arguments, call :mod:`posenc_cli.api`, report, map errors to exit codes.
+
+This is the only module that uses click and rich, and the only place errors become exit codes:
+
+- 0: success (silent unless ``-v``);
+- 2: bad usage, an invalid parameter (click's usage errors and :class:`~posenc_cli.errors.SpecError`);
+- 1: any other failure (:class:`~posenc_cli.errors.PosencError`, an OS error, an internal error);
+- 130: interrupted.
+
+Every error is one line on stderr, ``Error: <what was wrong and what is allowed>``, never a traceback (set
+``POSENC_DEBUG=1`` to see one). stdout is left to machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from . import api
+from ._version import __version__
+from .encodings import check_params
+from .errors import PosencError, SpecError
+from .formats import FORMATS
+
+#: API parameter names whose click option is spelled differently (``format`` shadows a builtin).
+_OPTION_FOR_PARAM = {"format": "format_"}
+_FORMAT_HELP = "; ".join(f"{f.name}: {'/'.join(f.suffixes)}" for f in FORMATS.values())
+
+
+class PosencGroup(click.Group):
+    """A click group whose errors are one line and whose exit codes follow the module's table."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any) -> Any:
+        extra.pop("standalone_mode", None)
+        try:
+            return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            _fail("interrupted", 130)
+        except PosencError as exc:  # raised outside a command's error mapping
+            _fail(str(exc), 2 if isinstance(exc, SpecError) else 1)
+        except MemoryError:
+            _fail("out of memory: the table does not fit; use a smaller --seq-len or --d-model", 1)
+        except Exception as exc:  # a bug: still one line, with the way to see the traceback
+            if os.environ.get("POSENC_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {exc}); rerun with POSENC_DEBUG=1 for details", 1)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+@contextlib.contextmanager
+def _mapped_errors(ctx: click.Context) -> Iterator[None]:
+    """Turn library errors into click errors that name the command-line option."""
+    try:
+        yield
+    except SpecError as exc:
+        wanted = _OPTION_FOR_PARAM.get(exc.param or "", exc.param)
+        option = next((p for p in ctx.command.params if p.name == wanted), None)
+        raise click.BadParameter(str(exc), ctx=ctx, param=option) from None
+    except PosencError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _say(message: str) -> None:
+    from rich.console import Console  # only when there is something to say
+
+    # soft_wrap: a path is never broken across lines; markup=False: a path with [brackets] is printed as it is.
+    Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
+
+
+@click.group(cls=PosencGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="posenc", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Positional-encoding tables for Transformers: correctly rounded, written as .npy, .h5, .csv or C.
+
+    \b
+    Example:
+      posenc generate -n 2048 -d 512 -o pe.h
+    """
+
+
+@cli.command(context_settings={"show_default": True})
+@click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Number of positions (rows).")
+@click.option("-d", "--d-model", "d_model", required=True, type=int, help="Model dimension (columns).")
+@click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", help="Output element type.")
+@click.option("-o", "--output", required=True, type=str, help="Output file; its suffix picks the format.")
+@click.option("-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP}).")
+@click.option("--name", help="C symbol / HDF5 dataset name.  [default: output stem as a C identifier]")
+@click.option("--header/--no-header", default=True, help="CSV: write the d0,d1,... header row.")
+@click.option("-v", "--verbose", is_flag=True, help="Say what was written (on stderr).")
+@click.pass_context
+def generate(
+    ctx: click.Context,
+    seq_len: int,
+    d_model: int,
+    base: float,
+    dtype: str,
+    output: str,
+    format_: str | None,
+    name: str | None,
+    header: bool,
+    verbose: bool,
+) -> None:
+    """Write the sinusoidal table of "Attention Is All You Need".
+
+    PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)), for pos = 0 ..
+    seq_len-1; an odd d_model ends with a sine column. float32 values are the exact values correctly rounded.
+
+    \b
+    Examples:
+      posenc generate -n 2048 -d 512 -o pe.h             # C header, static const float pe[2048][512]
+      posenc generate -n 2048 -d 512 -o pe.c --name pe   # pe.c (definition) + pe.h (extern declaration)
+      posenc generate -n 512 -d 128 --dtype float64 -o pe.npy
+    """
+    with _mapped_errors(ctx):
+        check_params(seq_len, d_model, base, dtype)
+        out = api.plan(output, format=format_, name=name)
+        table = api.generate(seq_len, d_model, base=base, dtype=dtype, lazy=True)  # streams to the file
+        command = _command(seq_len, d_model, base, dtype, out.name, output, format_, header)
+        written = api.save(table, output, format=format_, name=out.name, header=header, command=command)
+    if verbose:
+        for path in written:
+            _say(f"wrote {path} ({out.format.name}, {seq_len} x {d_model} {dtype}, {path.stat().st_size:,} bytes)")
+
+
+def _command(
+    seq_len: int, d_model: int, base: float, dtype: str, name: str, output: str, format_: str | None, header: bool
+) -> str:
+    """The canonical command that reproduces a file, for provenance comments.
+
+    The output is recorded by its file name only: an absolute build directory in the file would make the same
+    table differ from one machine or build tree to the next.
+    """
+    words = ["posenc", "generate", "-n", str(seq_len), "-d", str(d_model), "--base", repr(float(base))]
+    words += ["--dtype", dtype, "--name", name]
+    if format_:
+        words += ["--format", format_]
+    if not header:
+        words.append("--no-header")
+    words += ["-o", Path(output).name]
+    return shlex.join(words)
+
+
+def main(args: Sequence[str] | None = None, prog_name: str = "posenc") -> None:
+    """Console-script entry point."""
+    cli.main(args, prog_name=prog_name)

@@ -1,0 +1,100 @@
+"""The format registry: the one list of file formats that everything else reads.
+
+Suffix inference, the CLI's ``--format`` choices and its help text all come from :data:`FORMATS`, a literal dict of
+:class:`Format` records (meshio's suffix registry, without its import-time self-registration). Each format lives in
+its own module with symmetric verbs on binary file objects::
+
+    dump(table, fp, options)   # write one file
+    load(fp) -> Table          # read it back
+
+A format that writes a second file next to the first (the ``.c`` source and its ``.h`` declarations) names it in
+``companion``: the suffix that replaces the output's suffix, and the function that writes it. Paths, atomic replace
+and suffix inference live once, in :mod:`posenc_cli.api` and :mod:`posenc_cli._atomic`, never in a format module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import BinaryIO
+
+from ..errors import SpecError
+from ..table import Table
+from . import c, csv, hdf5, npy
+from .options import WriteOptions
+
+__all__ = ["FORMATS", "Format", "WriteOptions", "by_name", "infer"]
+
+Dump = Callable[[Table, BinaryIO, WriteOptions], None]
+Load = Callable[[BinaryIO], Table]
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A second file a format writes beside the output: same stem, this suffix."""
+
+    suffix: str
+    dump: Dump
+
+
+@dataclass(frozen=True)
+class Format:
+    """One registered file format.
+
+    ``suffixes`` are lower-case and start with a dot; the first is the canonical one. ``load`` is ``None`` for
+    formats posenc writes but does not read back.
+    """
+
+    name: str
+    suffixes: tuple[str, ...]
+    description: str
+    dump: Dump
+    load: Load | None = None
+    companion: Companion | None = None
+
+
+FORMATS: dict[str, Format] = {
+    "npy": Format("npy", (".npy",), "NumPy .npy array (NPY format 1.0)", npy.dump, npy.load),
+    "h5": Format("h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", hdf5.dump, hdf5.load),
+    "csv": Format("csv", (".csv",), "CSV, one row per position, shortest round-trip decimals", csv.dump, csv.load),
+    "h": Format("h", (".h",), "self-contained C/C++ header with a static const table", c.dump_header_only),
+    "c": Format(
+        "c",
+        (".c",),
+        "C source with the one definition, plus a .h of extern declarations",
+        c.dump_source,
+        companion=Companion(".h", c.dump_declarations),
+    ),
+}
+
+
+def by_name(name: str) -> Format:
+    """The format called ``name``; ``SpecError`` listing the known names otherwise."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise SpecError(
+            f"unknown format {name!r}; choose one of {', '.join(FORMATS)}", param="format"
+        ) from None
+
+
+def infer(path: str | PurePath) -> Format:
+    """The format whose suffixes include ``path``'s (case-insensitive).
+
+    Examples
+    --------
+    >>> infer("tables/pe.HDF5").name
+    'h5'
+    """
+    suffix = PurePath(path).suffix.lower()
+    for fmt in FORMATS.values():
+        if suffix in fmt.suffixes:
+            return fmt
+    known = ", ".join(s for fmt in FORMATS.values() for s in fmt.suffixes)
+    found = f"suffix {suffix!r}" if suffix else "no suffix"
+    raise SpecError(
+        f"cannot tell the format of {str(path)!r} from its {found}; use one of {known} or pass a format "
+        f"({', '.join(FORMATS)})",
+        param="format",
+    )

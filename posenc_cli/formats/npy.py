@@ -1,0 +1,87 @@
+"""NumPy ``.npy``: one array, NPY format version 1.0, little-endian, C order.
+
+Spec: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
+
+Layout written::
+
+    b"\\x93NUMPY" 0x01 0x00 <uint16 LE header length>
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (seq_len, d_model), }" + spaces + "\\n"
+    raw little-endian values, row after row
+
+The header is padded with spaces so that the data starts on a multiple of :data:`ALIGN` bytes. posenc builds the header
+itself instead of calling ``numpy.lib.format``: numpy's padding rules changed between releases (extra room for shape
+growth), and posenc promises the same bytes for the same table whatever numpy is installed. ``numpy.load`` with
+``allow_pickle=False`` reads the file; so does every NPY reader, since this is the plainest form of the format.
+
+Round trip: the array's values, dtype and shape. ``.npy`` carries no parameters: :func:`load` returns a table of kind
+``"array"`` whose single array is named ``"pe"``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import BinaryIO
+
+import numpy as np
+
+from ..errors import FormatError
+from ..table import Table
+from ._blocks import row_blocks
+from .options import WriteOptions
+
+MAGIC = b"\x93NUMPY\x01\x00"
+#: Data offset alignment: numpy's own choice (ARRAY_ALIGN), so memory-mapped loads are aligned for any dtype and
+#: for 64-byte SIMD loads.
+ALIGN = 64
+#: The largest header posenc will read: far above any 2-D header, far below anything that hurts.
+MAX_HEADER = 10_000
+
+
+def header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
+    """The complete NPY 1.0 preamble (magic, length, padded dict) for a C-order array.
+
+    Examples
+    --------
+    >>> len(header((16, 8), np.dtype("<f4")))
+    128
+    """
+    descr = np.dtype(dtype).newbyteorder("<").str
+    text = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple(int(n) for n in shape)!r}, }}"
+    pad = -(len(MAGIC) + 2 + len(text) + 1) % ALIGN
+    body = (text + " " * pad + "\n").encode("latin1")
+    return MAGIC + len(body).to_bytes(2, "little") + body
+
+
+def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
+    """Write the table's single array to ``fp`` as NPY 1.0, block by block."""
+    array = table.array
+    dtype = array.dtype.newbyteorder("<")
+    fp.write(header(array.shape, dtype))
+    if array.ndim == 0:
+        fp.write(np.ascontiguousarray(array, dtype).tobytes())
+        return
+    for _, block in row_blocks(array):
+        fp.write(np.ascontiguousarray(block, dtype).tobytes())
+
+
+def load(fp: BinaryIO) -> Table:
+    """Read an NPY file (any version numpy reads) without ever unpickling; ``FormatError`` when it is not one."""
+    try:
+        version = np.lib.format.read_magic(fp)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(fp, max_header_size=MAX_HEADER)
+    except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        raise FormatError(f"not a valid .npy file: {exc}") from None
+    if dtype.hasobject or dtype.kind not in "fiub":
+        raise FormatError(f"a .npy table must hold numbers, this one holds dtype {dtype}")
+    need = math.prod(shape) * dtype.itemsize
+    start = fp.tell()
+    have = fp.seek(0, 2) - start
+    if have < need:
+        # Checked before reading, so a header that claims terabytes costs nothing.
+        raise FormatError(f"truncated .npy file: the header promises {need} bytes of data, found {have}")
+    fp.seek(start)
+    data = fp.read(need)
+    order = "F" if fortran else "C"
+    array = np.frombuffer(data, dtype).reshape(shape, order=order)
+    return Table("array", {"pe": array.astype(dtype.newbyteorder("="), order="C")})

@@ -1,0 +1,131 @@
+"""The one value that crosses posenc's layers: a frozen ``Table``.
+
+A table is a small set of named arrays plus the parameters that produced them and a ``kind``:
+
+- ``kind="sinusoidal"``: one array ``{"pe": (seq_len, d_model)}``, parameters ``seq_len``, ``d_model``, ``base``,
+  ``dtype``, ``layout``.
+- ``kind="array"``: an array read from a file that records no parameters (a bare ``.npy`` or ``.csv``).
+
+Every writer takes a ``Table``; every reader returns one (safetensors' ``dict[str, ndarray]`` model). Parameters are
+plain JSON-able scalars (``int``, ``float``, ``str``, ``bool``) so that every format can store them and their order
+never changes what is written: writers sort them.
+
+An array is either a ``numpy.ndarray`` or a :class:`RowSource`, a 2-D table whose rows are computed on demand.
+Writers only ever take ``shape``, ``dtype``, ``ndim`` and row slices ``array[lo:hi]`` of an array, so a table far
+larger than memory streams from the generator to the file block by block.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+Param = int | float | str | bool
+
+
+class RowSource:
+    """A 2-D array whose rows are computed on demand by ``rows(start, stop)``.
+
+    Supports what writers use: ``shape``, ``dtype``, ``ndim``, ``size``, ``nbytes``, ``len()``, contiguous row
+    slices (``source[lo:hi]`` returns a new ndarray), and ``numpy.asarray(source)`` (computes every row).
+
+    Examples
+    --------
+    >>> src = RowSource((3, 2), "float32", lambda a, b: np.full((b - a, 2), a, np.float32))
+    >>> src[1:3].tolist(), src.nbytes
+    ([[1.0, 1.0], [1.0, 1.0]], 24)
+    """
+
+    def __init__(self, shape: tuple[int, int], dtype: npt.DTypeLike, rows: Callable[[int, int], np.ndarray]) -> None:
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.dtype = np.dtype(dtype)
+        self._rows = rows
+
+    ndim = 2
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        if not isinstance(key, slice):
+            raise TypeError("a RowSource is read by contiguous row slices, source[lo:hi]")
+        lo, hi, step = key.indices(self.shape[0])
+        if step != 1:
+            raise TypeError("a RowSource is read by contiguous row slices, source[lo:hi]")
+        return self._rows(lo, max(lo, hi))
+
+    def __array__(self, dtype: npt.DTypeLike = None, copy: bool | None = None) -> np.ndarray:
+        whole = self._rows(0, self.shape[0])
+        return whole if dtype is None else whole.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"RowSource(shape={self.shape}, dtype={self.dtype})"
+
+
+Array = np.ndarray | RowSource
+
+@dataclass(frozen=True)
+class Table:
+    """Named arrays, the parameters that made them, and their kind.
+
+    Parameters
+    ----------
+    kind : str
+        What the arrays are (``"sinusoidal"``, ``"array"``).
+    arrays : Mapping[str, numpy.ndarray | RowSource]
+        At least one array; ndarrays are made read-only, row sources are kept as they are. Order is kept.
+    params : Mapping[str, int | float | str | bool]
+        The generating parameters (empty for ``kind="array"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = Table("array", {"x": np.zeros((2, 3), np.float32)})
+    >>> t.array.shape
+    (2, 3)
+    """
+
+    kind: str
+    arrays: Mapping[str, Array]
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.arrays:
+            raise ValueError("a Table needs at least one array")
+        frozen: dict[str, Array] = {}
+        for key, value in self.arrays.items():
+            if isinstance(value, RowSource):
+                frozen[key] = value
+                continue
+            array = np.asarray(value)
+            if array.flags.writeable:
+                array = array.view()
+                array.flags.writeable = False
+            frozen[key] = array
+        object.__setattr__(self, "arrays", types.MappingProxyType(frozen))
+        object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))
+
+    @property
+    def array(self) -> Array:
+        """The table's only array; raises ``ValueError`` when it holds several."""
+        if len(self.arrays) != 1:
+            raise ValueError(f"this {self.kind} table holds {len(self.arrays)} arrays: {', '.join(self.arrays)}")
+        return next(iter(self.arrays.values()))
+
+    @classmethod
+    def from_array(cls, array: npt.ArrayLike, key: str = "pe") -> Table:
+        """Wrap a bare 2-D array (for example a learned position table) as ``kind="array"``."""
+        return cls("array", {key: array})

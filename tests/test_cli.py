@@ -1,0 +1,176 @@
+"""The ``posenc`` command: exit codes, one-line errors on stderr, silence on success, nothing left on failure."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import posenc_cli
+from posenc_cli.cli import cli
+
+from .conftest import require_tool
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def assert_one_line_error(result, code: int, *fragments: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_generate_is_silent_and_writes_the_table(tmp_path):
+    out = tmp_path / "pe.npy"
+    result = run("generate", "-n", "16", "-d", "8", "-o", str(out))
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
+    table = np.load(out)
+    assert table.shape == (16, 8) and table.dtype == np.float32
+    assert table.tobytes() == posenc_cli.sinusoidal(16, 8).tobytes()
+
+
+def test_verbose_says_what_was_written_on_stderr(tmp_path):
+    result = run("generate", "-n", "4", "-d", "4", "-o", str(tmp_path / "pe.c"), "-v")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "pe.c" in result.stderr and "pe.h" in result.stderr and "4 x 4 float32" in result.stderr
+
+
+def test_format_option_overrides_the_suffix(tmp_path):
+    out = tmp_path / "table.bin"
+    assert run("generate", "-n", "3", "-d", "2", "-o", str(out), "--format", "npy").exit_code == 0
+    assert np.load(out).shape == (3, 2)
+
+
+def test_name_sets_the_c_symbol_and_h5_dataset(tmp_path):
+    assert run("generate", "-n", "3", "-d", "2", "-o", str(tmp_path / "x.h"), "--name", "pos_table").exit_code == 0
+    text = (tmp_path / "x.h").read_text()
+    assert "pos_table[POS_TABLE_SEQ_LEN][POS_TABLE_D_MODEL]" in text
+    assert run("generate", "-n", "3", "-d", "2", "-o", str(tmp_path / "x.h5"), "--name", "pos_table").exit_code == 0
+    assert list(posenc_cli.load(tmp_path / "x.h5").arrays) == ["pos_table"]
+
+
+def test_no_header_drops_the_csv_header(tmp_path):
+    assert run("generate", "-n", "2", "-d", "2", "-o", str(tmp_path / "x.csv"), "--no-header").exit_code == 0
+    assert (tmp_path / "x.csv").read_text() == "0.0,1.0\n0.84147096,0.5403023\n"
+
+
+def test_version_and_help():
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__}"
+    top = run("--help")
+    assert top.exit_code == 0 and "generate" in top.stdout and "posenc generate -n 2048" in top.stdout
+    sub = run("generate", "--help")
+    assert sub.exit_code == 0 and "Examples:" in sub.stdout and "--seq-len" in sub.stdout
+    for name in posenc_cli.FORMATS:
+        assert name in sub.stdout
+
+
+def test_python_dash_m_and_console_script_work(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "posenc_cli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__}"
+    bad = subprocess.run([sys.executable, "-m", "posenc_cli", "generate", "-n", "0", "-d", "2", "-o",
+                          str(tmp_path / "x.npy")], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and bad.stdout == ""
+
+
+BAD_PARAMETERS = [
+    (["-n", "0", "-d", "8"], "--seq-len", "positive integer"),
+    (["-n", "-3", "-d", "8"], "--seq-len", "-3"),
+    (["-n", "1.5", "-d", "8"], "--seq-len", "1.5"),
+    (["-n", "abc", "-d", "8"], "--seq-len", "abc"),
+    (["-n", "8", "-d", "0"], "--d-model", "positive integer"),
+    (["-n", "8", "-d", "-1"], "--d-model", "-1"),
+    (["-n", "8", "-d", "2.0"], "--d-model", "2.0"),
+    (["-n", "8", "-d", "8", "--base", "0"], "--base", "greater than 1"),
+    (["-n", "8", "-d", "8", "--base", "-10"], "--base", "greater than 1"),
+    (["-n", "8", "-d", "8", "--base", "nan"], "--base", "nan"),
+    (["-n", "8", "-d", "8", "--base", "inf"], "--base", "inf"),
+    (["-n", "8", "-d", "8", "--dtype", "float16"], "--dtype", "float16"),
+    (["-n", "8", "-d", "8", "--name", "1abc"], "--name", "C identifier"),
+    (["-n", "8", "-d", "8", "--name", "pe-table"], "--name", "pe-table"),
+    (["-n", "8", "-d", "8", "--name", "int"], "--name", "keyword"),
+    (["-n", "8", "-d", "8", "--name", "class"], "--name", "keyword"),
+    (["-n", "8", "-d", "8", "--format", "xlsx"], "--format", "xlsx"),
+]
+
+
+@pytest.mark.parametrize(("args", "option", "fragment"), BAD_PARAMETERS)
+@pytest.mark.parametrize("suffix", [".npy", ".h"])
+def test_bad_parameters_exit_2_with_one_line_and_no_file(tmp_path, args, option, fragment, suffix):
+    out = tmp_path / f"pe{suffix}"
+    result = run("generate", *args, "-o", str(out))
+    assert_one_line_error(result, 2, option, fragment)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_suffix_without_format_exits_2(tmp_path):
+    result = run("generate", "-n", "8", "-d", "8", "-o", str(tmp_path / "pe.txt"))
+    assert_one_line_error(result, 2, "'.txt'", ".npy", "--format")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_required_option_exits_2(tmp_path):
+    assert_one_line_error(run("generate", "-d", "8", "-o", str(tmp_path / "x.npy")), 2, "--seq-len")
+
+
+def test_missing_directory_exits_1(tmp_path):
+    out = tmp_path / "nowhere" / "pe.h"
+    assert_one_line_error(run("generate", "-n", "8", "-d", "8", "-o", str(out)), 1, "does not exist", "nowhere")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_output_that_is_a_directory_exits_1(tmp_path):
+    (tmp_path / "pe.npy").mkdir()
+    assert_one_line_error(run("generate", "-n", "8", "-d", "8", "-o", str(tmp_path / "pe.npy")), 1, "is a directory")
+
+
+def test_directory_without_write_permission_exits_1(tmp_path):
+    """A real permission check even when the suite runs as root (CI does): root loses CAP_DAC_OVERRIDE first."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    script = f"from posenc_cli.cli import main; main(['generate', '-n', '8', '-d', '8', '-o', {str(locked / 'pe.h')!r}])"
+    command = [sys.executable, "-c", script]
+    if os.geteuid() == 0:
+        command = [require_tool("setpriv"), "--bounding-set=-dac_override,-dac_read_search", "--", *command]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, env=env)
+    finally:
+        locked.chmod(0o755)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "permission" in lines[0].lower() and "locked" in lines[0], lines[0]
+    assert list(locked.iterdir()) == []
+
+
+def test_failed_run_keeps_the_previous_file(tmp_path):
+    out = tmp_path / "pe.csv"
+    out.write_text("previous\n")
+    result = run("generate", "-n", "0", "-d", "8", "-o", str(out))
+    assert result.exit_code == 2
+    assert out.read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pe.csv"]
+
+
+def test_new_files_follow_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert run("generate", "-n", "2", "-d", "2", "-o", str(tmp_path / "pe.npy")).exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "pe.npy").stat().st_mode) == 0o640
