@@ -5,6 +5,9 @@ flushed to disk, given the permissions an ordinary ``open()`` would have given i
 makes 0600), and only then renamed over the target with ``os.replace``. On any error, or an interrupt, the
 temporaries are removed and the targets keep what they held before.
 
+Large outputs are flushed to disk while they are being written (a background ``fdatasync`` every
+:data:`FLUSH_BYTES`), so the disk works while the next rows are computed instead of all at the end.
+
 Temporary files are named ``.<target name>.<random>.posenc-tmp`` so that one left behind by a killed process is
 recognisable. A target that is a symbolic link is followed: the file it points to is replaced, the link stays.
 """
@@ -13,15 +16,59 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .errors import OutputError
 
 TMP_SUFFIX = ".posenc-tmp"
+#: Bytes written between two background flushes: big enough that flushing costs nothing for small files (which
+#: never reach it), small enough that the disk starts early on large ones.
+FLUSH_BYTES = 64 << 20
+
+
+class _FlushingFile(io.BufferedRandom):
+    """A temporary output that asks the OS to write its data to disk in the background as it grows."""
+
+    def __init__(self, raw: io.FileIO) -> None:
+        super().__init__(raw, buffer_size=1 << 20)
+        self._unflushed = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
+
+    def write(self, data: Any) -> int:
+        written = super().write(data)
+        self._unflushed += written
+        if self._unflushed >= FLUSH_BYTES and (self._pending is None or self._pending.done()):
+            self._unflushed = 0
+            super().flush()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-flush")
+            self._pending = self._pool.submit(os.fdatasync, self.fileno())
+        return written
+
+    def sync(self) -> None:
+        """Wait for the background flush, then make every byte durable."""
+        self.flush()
+        self._finish()
+        os.fsync(self.fileno())
+
+    def close(self) -> None:
+        self._finish()
+        super().close()
+
+    def _finish(self) -> None:
+        if self._pool is not None:
+            pending, self._pending = self._pending, None
+            self._pool.shutdown(wait=True)
+            self._pool = None
+            if pending is not None:
+                pending.result()
 
 
 def check_writable(path: Path) -> Path:
@@ -55,14 +102,14 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
     """
     targets = [check_writable(p) for p in paths]
     mode = 0o666 & ~_umask()
-    temps: list[tuple[BinaryIO, str]] = []
+    temps: list[tuple[_FlushingFile, str]] = []
     try:
         for target in targets:
             try:
                 fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
             except OSError as exc:
                 raise _output_error(target, exc) from None
-            temps.append((os.fdopen(fd, "w+b"), tmp))
+            temps.append((_FlushingFile(io.FileIO(fd, "r+")), tmp))
         try:
             yield [fp for fp, _ in temps]
         except OSError as exc:
@@ -71,8 +118,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
             raise _output_error(targets[0], exc) from None
         for (fp, tmp), target in zip(temps, targets):
             try:
-                fp.flush()
-                os.fsync(fp.fileno())
+                fp.sync()
                 os.fchmod(fp.fileno(), mode)
                 fp.close()
             except OSError as exc:

@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import numpy as np
 
 from . import api
 from ._version import __version__
 from .encodings import check_params
 from .errors import PosencError, SpecError
 from .formats import FORMATS
+from .table import RowSource, Table
 
 #: API parameter names whose click option is spelled differently (``format`` shadows a builtin).
 _OPTION_FOR_PARAM = {"format": "format_"}
@@ -103,6 +105,7 @@ def cli() -> None:
 @click.option("--name", help="C symbol / HDF5 dataset name.  [default: output stem as a C identifier]")
 @click.option("--header/--no-header", default=True, help="CSV: write the d0,d1,... header row.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what was written (on stderr).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, even on a terminal.")
 @click.pass_context
 def generate(
     ctx: click.Context,
@@ -115,6 +118,7 @@ def generate(
     name: str | None,
     header: bool,
     verbose: bool,
+    quiet: bool,
 ) -> None:
     """Write the sinusoidal table of "Attention Is All You Need".
 
@@ -132,10 +136,43 @@ def generate(
         out = api.plan(output, format=format_, name=name)
         table = api.generate(seq_len, d_model, base=base, dtype=dtype, lazy=True)  # streams to the file
         command = _command(seq_len, d_model, base, dtype, out.name, output, format_, header)
-        written = api.save(table, output, format=format_, name=out.name, header=header, command=command)
+        with _progress(table, out.format.text, quiet) as shown:
+            written = api.save(shown, output, format=format_, name=out.name, header=header, command=command)
     if verbose:
         for path in written:
             _say(f"wrote {path} ({out.format.name}, {seq_len} x {d_model} {dtype}, {path.stat().st_size:,} bytes)")
+
+
+#: Values per second, roughly, on a small machine: a progress bar is shown when the work should take over a second.
+_VALUES_PER_SECOND = {False: 100e6, True: 20e6}  # binary formats, text formats
+
+
+@contextlib.contextmanager
+def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
+    """The table, wrapped so that a rich progress bar on stderr follows the rows the writer asks for.
+
+    Shown only when stderr is a terminal, ``--quiet`` is not given and the work is expected to take over a second.
+    """
+    array = table.array
+    if quiet or not sys.stderr.isatty() or not isinstance(array, RowSource):
+        yield table
+        return
+    if array.size < _VALUES_PER_SECOND[text]:
+        yield table
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("writing"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn())
+    with Progress(*columns, transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("rows", total=array.shape[0])
+
+        def rows(lo: int, hi: int) -> np.ndarray:
+            block = array[lo:hi]
+            bar.update(task, completed=hi)
+            return block
+
+        yield Table(table.kind, {key: RowSource(array.shape, array.dtype, rows) for key in table.arrays}, table.params)
 
 
 def _command(

@@ -174,3 +174,35 @@ def test_new_files_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "pe.npy").stat().st_mode) == 0o640
+
+
+def _run_on_a_terminal(args: list[str]) -> tuple[int, str]:
+    """Run posenc with stderr on a pseudo-terminal; return the exit code and what the terminal showed."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "COLUMNS": "100"}
+    proc = subprocess.Popen([sys.executable, "-m", "posenc_cli", *args], stderr=follower, stdout=subprocess.DEVNULL,
+                            env=env)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closes when the process exits
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return proc.wait(), shown.decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_only_for_long_work_and_never_with_quiet(tmp_path):
+    big = ["generate", "-n", "10000", "-d", "2048", "-o", str(tmp_path / "big.csv")]
+    code, shown = _run_on_a_terminal(big)
+    assert code == 0 and "writing" in shown and "%" in shown
+    code, shown = _run_on_a_terminal([*big, "--quiet"])
+    assert code == 0 and shown == ""
+    code, shown = _run_on_a_terminal(["generate", "-n", "16", "-d", "8", "-o", str(tmp_path / "small.csv")])
+    assert code == 0 and shown == ""

@@ -43,7 +43,8 @@ class Format:
     """One registered file format.
 
     ``suffixes`` are lower-case and start with a dot; the first is the canonical one. ``load`` is ``None`` for
-    formats posenc writes but does not read back.
+    formats posenc writes but does not read back. ``text`` marks formats that spell every value in decimal
+    (about ten times the work per value of a binary format).
     """
 
     name: str
@@ -52,19 +53,23 @@ class Format:
     dump: Dump
     load: Load | None = None
     companion: Companion | None = None
+    text: bool = False
 
 
 FORMATS: dict[str, Format] = {
     "npy": Format("npy", (".npy",), "NumPy .npy array (NPY format 1.0)", npy.dump, npy.load),
     "h5": Format("h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", hdf5.dump, hdf5.load),
-    "csv": Format("csv", (".csv",), "CSV, one row per position, shortest round-trip decimals", csv.dump, csv.load),
-    "h": Format("h", (".h",), "self-contained C/C++ header with a static const table", c.dump_header_only),
+    "csv": Format(
+        "csv", (".csv",), "CSV, one row per position, shortest round-trip decimals", csv.dump, csv.load, text=True
+    ),
+    "h": Format("h", (".h",), "self-contained C/C++ header with a static const table", c.dump_header_only, text=True),
     "c": Format(
         "c",
         (".c",),
         "C source with the one definition, plus a .h of extern declarations",
         c.dump_source,
         companion=Companion(".h", c.dump_declarations),
+        text=True,
     ),
 }
 
