@@ -89,7 +89,8 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
     """Open temporary files for ``paths``; on a clean exit, move each into place, else remove them all.
 
     The files are replaced one after another once every one of them has been written in full, so an error while
-    writing any of them leaves all targets untouched.
+    writing any of them leaves all targets untouched. A target that already holds exactly the new bytes is left
+    alone, modification time included, so make, Ninja and CMake see nothing to rebuild downstream.
 
     Examples
     --------
@@ -116,24 +117,46 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
             if isinstance(exc, OutputError):
                 raise
             raise _output_error(targets[0], exc) from None
-        for (fp, tmp), target in zip(temps, targets):
+        changed = []
+        for (fp, tmp), target in zip(temps, targets, strict=True):
             try:
+                fp.flush()
+                if _same_content(fp, target):
+                    continue
                 fp.sync()
                 os.fchmod(fp.fileno(), mode)
                 fp.close()
             except OSError as exc:
                 raise _output_error(target, exc) from None
-        for (_, tmp), target in zip(temps, targets):
+            changed.append((tmp, target))
+        for tmp, target in changed:
             try:
                 os.replace(tmp, target)
             except OSError as exc:
                 raise _output_error(target, exc) from None
-        _fsync_dirs({t.parent for t in targets})
+        _fsync_dirs({target.parent for _, target in changed})
     finally:
         for fp, tmp in temps:
             fp.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _same_content(fp: BinaryIO, target: Path) -> bool:
+    """Whether the regular file ``target`` already holds exactly what was written to ``fp``."""
+    try:
+        if not target.is_file() or target.stat().st_size != os.fstat(fp.fileno()).st_size:
+            return False
+        with open(target, "rb") as old:
+            fp.seek(0)
+            while True:
+                new_chunk = fp.read(1 << 20)
+                if new_chunk != old.read(1 << 20):
+                    return False
+                if not new_chunk:
+                    return True
+    except OSError:
+        return False
 
 
 def _output_error(target: Path, exc: OSError) -> OutputError:

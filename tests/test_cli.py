@@ -206,3 +206,15 @@ def test_progress_bar_on_a_terminal_only_for_long_work_and_never_with_quiet(tmp_
     assert code == 0 and shown == ""
     code, shown = _run_on_a_terminal(["generate", "-n", "16", "-d", "8", "-o", str(tmp_path / "small.csv")])
     assert code == 0 and shown == ""
+
+
+def test_unchanged_output_is_left_untouched_and_a_changed_one_replaced(tmp_path):
+    out = tmp_path / "pe.h"
+    assert run("generate", "-n", "8", "-d", "4", "-o", str(out)).exit_code == 0
+    past = 1_000_000_000
+    os.utime(out, (past, past))
+    assert run("generate", "-n", "8", "-d", "4", "-o", str(out)).exit_code == 0
+    assert out.stat().st_mtime == past
+    assert run("generate", "-n", "9", "-d", "4", "-o", str(out)).exit_code == 0
+    assert out.stat().st_mtime != past and "PE_SEQ_LEN 9" in out.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pe.h"]
