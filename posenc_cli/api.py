@@ -36,13 +36,23 @@ __all__ = ["Output", "generate", "load", "plan", "save", "sinusoidal"]
 
 
 def generate(
-    seq_len: int, d_model: int, *, base: float = 10000.0, dtype: str = "float32", lazy: bool = False
+    seq_len: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+    lazy: bool = False,
 ) -> Table:
     """The sinusoidal table of "Attention Is All You Need" as a :class:`Table` with its parameters.
 
     ``PE[pos, 2i] = sin(pos / base**(2i/d_model))``, ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))`` for
     ``pos`` in ``0..seq_len-1``; an odd ``d_model`` ends with a sine column. Values are as
     :func:`posenc_cli.sinusoidal` computes them.
+
+    ``dtype`` is any element type of :data:`posenc_cli.encodings.dtypes.DTYPES` (``scale`` and ``zero_point`` for
+    int8); the parameters record it by name, with ``scale`` and ``zero_point`` for int8.
 
     With ``lazy=True`` the table's array is a :class:`~posenc_cli.table.RowSource`: nothing is computed until a
     writer asks for rows, block by block, so :func:`save` streams tables larger than memory with bounded memory.
@@ -53,20 +63,19 @@ def generate(
     >>> t.kind, t.array.shape, t.params["layout"]
     ('sinusoidal', (4, 6), 'interleaved')
     """
-    seq_len, d_model, base, np_dtype = check_params(seq_len, d_model, base, dtype)
-    array: Array
-    if lazy:
-        array = RowSource(
-            (seq_len, d_model), np_dtype, functools.partial(sinusoidal_rows, d_model=d_model, base=base, dtype=np_dtype)
-        )
-    else:
-        array = sinusoidal(seq_len, d_model, base=base, dtype=np_dtype)
+    seq_len, d_model, base, element = check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
+    quantisation = {"scale": element.scale, "zero_point": element.zero_point} if element.name == "int8" else {}
+    rows = functools.partial(sinusoidal_rows, d_model=d_model, base=base, dtype=element.name, **quantisation)
+    array: Array = RowSource((seq_len, d_model), element.storage, rows)
+    if not lazy:
+        array = np.asarray(array)
     params: dict[str, Param] = {
         "seq_len": seq_len,
         "d_model": d_model,
         "base": float(base),
-        "dtype": str(np_dtype),
+        "dtype": element.name,
         "layout": "interleaved",
+        **quantisation,
     }
     return Table("sinusoidal", {"pe": array}, params)
 

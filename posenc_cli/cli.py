@@ -27,6 +27,7 @@ import numpy as np
 from . import api
 from ._version import __version__
 from .encodings import check_params
+from .encodings.dtypes import DTYPES
 from .errors import PosencError, SpecError
 from .formats import FORMATS
 from .table import RowSource, Table
@@ -99,7 +100,9 @@ def cli() -> None:
 @click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Number of positions (rows).")
 @click.option("-d", "--d-model", "d_model", required=True, type=int, help="Model dimension (columns).")
 @click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", help="Output element type.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="float32", help="Output element type.")
+@click.option("--scale", type=float, help="int8 only: the real value of one quantisation step.")
+@click.option("--zero-point", "zero_point", type=int, help="int8 only: the integer that stands for 0.0.  [default: 0]")
 @click.option("-o", "--output", required=True, type=str, help="Output file; its suffix picks the format.")
 @click.option("-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP}).")
 @click.option("--name", help="C symbol / HDF5 dataset name.  [default: output stem as a C identifier]")
@@ -113,6 +116,8 @@ def generate(
     d_model: int,
     base: float,
     dtype: str,
+    scale: float | None,
+    zero_point: int | None,
     output: str,
     format_: str | None,
     name: str | None,
@@ -132,10 +137,12 @@ def generate(
       posenc generate -n 512 -d 128 --dtype float64 -o pe.npy
     """
     with _mapped_errors(ctx):
-        check_params(seq_len, d_model, base, dtype)
+        check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
         out = api.plan(output, format=format_, name=name)
-        table = api.generate(seq_len, d_model, base=base, dtype=dtype, lazy=True)  # streams to the file
-        command = _command(seq_len, d_model, base, dtype, out.name, output, format_, header)
+        table = api.generate(
+            seq_len, d_model, base=base, dtype=dtype, scale=scale, zero_point=zero_point, lazy=True
+        )  # streams to the file
+        command = _command(table, out.name, output, format_, header)
         with _progress(table, out.format.text, quiet) as shown:
             written = api.save(shown, output, format=format_, name=out.name, header=header, command=command)
     if verbose:
@@ -175,16 +182,18 @@ def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
         yield Table(table.kind, {key: RowSource(array.shape, array.dtype, rows) for key in table.arrays}, table.params)
 
 
-def _command(
-    seq_len: int, d_model: int, base: float, dtype: str, name: str, output: str, format_: str | None, header: bool
-) -> str:
+def _command(table: Table, name: str, output: str, format_: str | None, header: bool) -> str:
     """The canonical command that reproduces a file, for provenance comments.
 
     The output is recorded by its file name only: an absolute build directory in the file would make the same
     table differ from one machine or build tree to the next.
     """
-    words = ["posenc", "generate", "-n", str(seq_len), "-d", str(d_model), "--base", repr(float(base))]
-    words += ["--dtype", dtype, "--name", name]
+    p = table.params
+    words = ["posenc", "generate", "-n", str(p["seq_len"]), "-d", str(p["d_model"]), "--base", repr(p["base"])]
+    words += ["--dtype", str(p["dtype"])]
+    if "scale" in p:
+        words += ["--scale", repr(p["scale"]), "--zero-point", str(p["zero_point"])]
+    words += ["--name", name]
     if format_:
         words += ["--format", format_]
     if not header:

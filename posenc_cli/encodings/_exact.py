@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import decimal
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+T = TypeVar("T")
 
 _MAX_DIGITS = 2000  # Ziv's loop never gets near this; reaching it would mean a bug, so it raises
 
@@ -181,6 +185,19 @@ def exact_value(pos: int, j: int, d_model: int, base: float, dtype: npt.DTypeLik
             return result
         digits *= 2
     raise ArithmeticError(f"could not round PE[{pos}, {j}] (d_model={d_model}, base={base!r}) at {_MAX_DIGITS} digits")
+
+
+def exact_decided(pos: int, j: int, d_model: int, base: float, decide: Callable[[Fraction], T]) -> T:
+    """``decide(PE[pos, j])`` for a monotone ``decide`` (a rounding, a quantisation), by Ziv's loop: the working
+    precision doubles until both ends of the exact value's enclosure give the same result."""
+    digits = 40
+    while digits <= _MAX_DIGITS:
+        lo, hi = _enclosure(pos, j // 2, j % 2 == 1, d_model, base, digits)
+        result = decide(lo)
+        if decide(hi) == result:
+            return result
+        digits *= 2
+    raise ArithmeticError(f"could not decide PE[{pos}, {j}] (d_model={d_model}, base={base!r}) at {_MAX_DIGITS} digits")
 
 
 def exact_entries(

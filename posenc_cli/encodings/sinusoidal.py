@@ -43,7 +43,8 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from posenc_cli.encodings._exact import exact_entries, pi_decimal, turn_chunks, turn_table
+from posenc_cli.encodings._exact import exact_decided, exact_entries, pi_decimal, turn_chunks, turn_table
+from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.errors import SpecError
 
 __all__ = ["MAX_D_MODEL", "MAX_POSITIONS", "check_params", "sinusoidal", "sinusoidal_rows"]
@@ -83,28 +84,36 @@ def _count(value: object, name: str, minimum: int, maximum: int) -> int:
 
 
 def check_params(
-    seq_len: int, d_model: int, base: float = 10000.0, dtype: npt.DTypeLike = "float32"
-) -> tuple[int, int, float, np.dtype]:
+    seq_len: int,
+    d_model: int,
+    base: float = 10000.0,
+    dtype: npt.DTypeLike = "float32",
+    *,
+    scale: float | None = None,
+    zero_point: int | None = None,
+) -> tuple[int, int, float, ElementType]:
     """Validate the table parameters and return them normalised as ``(seq_len, d_model, base, dtype)``.
 
     Raises
     ------
     SpecError
         ``param`` names the culprit: ``seq_len`` (an integer in ``1 .. 2**32``; beyond, positions leave the
-        accuracy guarantee), ``d_model`` (``1 .. 2**20``), ``base`` (a finite real number > 1) or ``dtype``
-        (``"float32"`` or ``"float64"``, as a string, type or ``numpy.dtype``).
+        accuracy guarantee), ``d_model`` (``1 .. 2**20``), ``base`` (a finite real number > 1), ``dtype`` (a name
+        of :data:`~posenc_cli.encodings.dtypes.DTYPES`; float32/float64 also as a type or ``numpy.dtype``), or
+        ``scale``/``zero_point`` (int8 only).
 
     Examples
     --------
     >>> check_params(8, 4, 10000, "float64")
-    (8, 4, 10000.0, dtype('float64'))
+    (8, 4, 10000.0, ElementType(name='float64', scale=None, zero_point=0))
     >>> check_params(-3, 4)
     Traceback (most recent call last):
     posenc_cli.errors.SpecError: seq_len must be a positive integer, got -3
     """
     seq_len = _count(seq_len, "seq_len", 1, MAX_POSITIONS)
     d_model = _count(d_model, "d_model", 1, MAX_D_MODEL)
-    return seq_len, d_model, _check_base(base), _check_dtype(dtype)
+    element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    return seq_len, d_model, _check_base(base), element
 
 
 def _check_base(base: object) -> float:
@@ -119,19 +128,16 @@ def _check_base(base: object) -> float:
     return value
 
 
-def _check_dtype(dtype: object) -> np.dtype:
-    try:
-        dt = None if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
-    except TypeError:
-        dt = None
-    if dt is None or dt not in (np.float32, np.float64):
-        raise SpecError(f"dtype must be 'float32' or 'float64', got {_show(dtype)}", param="dtype")
-    checked: np.dtype = dt
-    return checked
-
-
 # ------------------------------------------------------------------------------------------------- public API
-def sinusoidal(seq_len: int, d_model: int, *, base: float = 10000.0, dtype: npt.DTypeLike = "float32") -> np.ndarray:
+def sinusoidal(
+    seq_len: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    dtype: npt.DTypeLike = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+) -> np.ndarray:
     """The full ``(seq_len, d_model)`` table, C-contiguous, every entry correctly rounded to ``dtype``.
 
     Parameters
@@ -142,8 +148,11 @@ def sinusoidal(seq_len: int, d_model: int, *, base: float = 10000.0, dtype: npt.
         Number of columns, ``1 .. 2**20``; odd values end with a sine column.
     base : float, default 10000.0
         Wavelength base, finite and greater than 1.
-    dtype : {"float32", "float64"}
-        Output dtype.
+    dtype : {"float32", "float64", "float16", "bfloat16", "q15", "q7", "int8"}
+        Output element type (:mod:`posenc_cli.encodings.dtypes`): the array's dtype is its storage type
+        (bfloat16 as ``uint16`` bit patterns, q15/q7/int8 as integers).
+    scale, zero_point : optional
+        int8 only: the quantisation step and zero point.
 
     Raises
     ------
@@ -155,14 +164,19 @@ def sinusoidal(seq_len: int, d_model: int, *, base: float = 10000.0, dtype: npt.
     >>> sinusoidal(3, 2, dtype="float64")[:, 0].tolist()  # sin(0), sin(1), sin(2)
     [0.0, 0.8414709848078965, 0.9092974268256817]
     """
-    seq_len, d_model, base, dt = check_params(seq_len, d_model, base, dtype)
-    out = np.empty((seq_len, d_model), dt)
-    _fill(out, 0, base)
-    return out
+    seq_len, d_model, base, element = check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
+    return _typed_rows(0, seq_len, d_model, base, element)
 
 
 def sinusoidal_rows(
-    start: int, stop: int, d_model: int, *, base: float = 10000.0, dtype: npt.DTypeLike = "float32"
+    start: int,
+    stop: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    dtype: npt.DTypeLike = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
 ) -> np.ndarray:
     """Rows ``start .. stop - 1`` of the table, bit-identical to ``sinusoidal(stop, ...)[start:stop]``.
 
@@ -179,9 +193,22 @@ def sinusoidal_rows(
     stop = _count(stop, "stop", 0, MAX_POSITIONS)
     if stop < start:
         raise SpecError(f"stop must be at least start ({start}), got {stop}", param="stop")
-    _, d_model, base, dt = check_params(1, d_model, base, dtype)
-    out = np.empty((stop - start, d_model), dt)
-    _fill(out, start, base)
+    _, d_model, base, element = check_params(1, d_model, base, dtype, scale=scale, zero_point=zero_point)
+    return _typed_rows(start, stop, d_model, base, element)
+
+
+def _typed_rows(start: int, stop: int, d_model: int, base: float, element: ElementType) -> np.ndarray:
+    """Rows in ``element``'s storage: float32/float64 directly, the other types from the correctly rounded float64
+    by :meth:`ElementType.convert`, with the entries it cannot prove settled by the exact path."""
+    if element.name in ("float32", "float64"):
+        out = np.empty((stop - start, d_model), element.storage)
+        _fill(out, start, base)
+        return out
+    y = np.empty((stop - start, d_model), np.float64)
+    _fill(y, start, base)
+    out, undecided = element.convert(y)
+    for r, c in zip(*np.nonzero(undecided), strict=True):
+        out[r, c] = exact_decided(start + int(r), int(c), d_model, base, element.from_exact)
     return out
 
 

@@ -1,0 +1,210 @@
+"""Output element types: what a table's values become, correctly rounded from the exact value.
+
+=============  =========================  ======================================================================
+name           stored as (numpy)          value
+=============  =========================  ======================================================================
+``float32``    ``<f4``                    IEEE binary32, round-half-even of the exact value
+``float64``    ``<f8``                    IEEE binary64, round-half-even of the exact value
+``float16``    ``<f2``                    IEEE binary16, round-half-even of the exact value
+``bfloat16``   ``<u2`` (bit patterns)     bfloat16 (the top half of a binary32), round-half-even of the exact
+                                          value; numpy has no bfloat16, so the array holds the bit patterns
+                                          (``(bits.astype('<u4') << 16).view('<f4')`` gives the values)
+``q15``        ``<i2``                    CMSIS Q15: ``round(v * 2**15)`` saturated to ``[-32768, 32767]``, so
+                                          1.0 becomes 0x7FFF; halves round away from zero (``arm_float_to_q15``)
+``q7``         ``i1``                     CMSIS Q7: ``round(v * 2**7)`` saturated to ``[-128, 127]``
+``int8``       ``i1``                     affine int8 (TFLite): ``round(v / scale) + zero_point`` saturated to
+                                          ``[-128, 127]``; needs ``scale`` (and ``zero_point``, default 0)
+=============  =========================  ======================================================================
+
+Every conversion rounds the *exact* value once. The generators hand over the correctly rounded float64 ``y`` of
+each entry; a coarser result is proven from it when possible and recomputed exactly otherwise:
+
+- For float16, bfloat16, q15 and q7 every rounding boundary (a midpoint between two neighbours, or a half-integer
+  times a power of two) is itself a float64. If the exact value and its correctly rounded ``y`` fell on different
+  sides of such a boundary, the boundary would be a float64 nearer to the exact value than ``y``: impossible. So
+  rounding ``y`` is right except when ``y`` *is* a boundary, and exactly those entries go to the exact path.
+- For int8 the boundaries ``(k + 1/2 - zero_point) * scale`` are not float64s in general: ``y / scale`` carries a
+  bound on its error and undecided entries go to the exact path (Ziv's strategy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from posenc_cli.errors import SpecError
+
+#: Every element type posenc writes, float types first.
+DTYPES = ("float32", "float64", "float16", "bfloat16", "q15", "q7", "int8")
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+
+_STORAGE = {
+    "float32": "<f4",
+    "float64": "<f8",
+    "float16": "<f2",
+    "bfloat16": "<u2",
+    "q15": "<i2",
+    "q7": "i1",
+    "int8": "i1",
+}
+
+
+@dataclass(frozen=True)
+class ElementType:
+    """An output element type with its quantisation parameters (only ``int8`` has free ones).
+
+    Examples
+    --------
+    >>> ElementType.of("q15").storage
+    dtype('int16')
+    >>> ElementType.of("int8", scale=1 / 127).zero_point
+    0
+    """
+
+    name: str
+    scale: float | None = None
+    zero_point: int = 0
+
+    @classmethod
+    def of(cls, name: object, *, scale: float | None = None, zero_point: int | None = None) -> ElementType:
+        """Validate and build; ``SpecError`` names the culprit (``dtype``, ``scale`` or ``zero_point``)."""
+        if not isinstance(name, str):
+            try:
+                name = np.dtype(name).name
+            except TypeError:
+                pass
+        if name not in DTYPES:
+            raise SpecError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}", param="dtype")
+        if name == "int8":
+            if scale is None:
+                raise SpecError("dtype int8 needs a scale: the real value of one quantisation step", param="scale")
+            if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+                raise SpecError(f"scale must be a finite number greater than 0, got {scale!r}", param="scale")
+            zp = 0 if zero_point is None else zero_point
+            if isinstance(zp, bool) or not isinstance(zp, (int, np.integer)) or not -128 <= zp <= 127:
+                raise SpecError(f"zero_point must be an integer in [-128, 127], got {zp!r}", param="zero_point")
+            return cls(name, float(scale), int(zp))
+        if scale is not None or zero_point is not None:
+            what = "scale" if scale is not None else "zero_point"
+            raise SpecError(f"{what} applies to dtype int8 only, not {name}", param=what)
+        return cls(name)
+
+    @property
+    def storage(self) -> np.dtype:
+        """The numpy dtype of the stored array (native byte order)."""
+        return np.dtype(_STORAGE[self.name]).newbyteorder("=")
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in FLOATS
+
+    def convert(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Round correctly rounded float64 values ``y``; return ``(stored, undecided)``.
+
+        ``undecided`` marks the entries whose result cannot be proven from ``y``; their ``stored`` value is
+        provisional and must be replaced by :meth:`from_exact` of the exact value.
+        """
+        if self.name in ("float32", "float64"):
+            return y.astype(self.storage), np.zeros(y.shape, bool)
+        if self.name == "float16":
+            out = y.astype(np.float16)
+            return out, _is_midpoint(y, out)
+        if self.name == "bfloat16":
+            return _bfloat16_bits(y)
+        if self.name in ("q15", "q7"):
+            scaled = y * float(2 ** (15 if self.name == "q15" else 7))  # exact: a power of two
+            return _saturate(_round_half_away(scaled), self.storage), np.abs(scaled - np.trunc(scaled)) == 0.5
+        assert self.scale is not None
+        scaled = y / self.scale
+        # |y/scale - exact/scale| <= (half ulp of y)/scale + the division's half ulp; taken twice over.
+        err = (np.spacing(np.abs(y)) / self.scale + np.spacing(np.abs(scaled))) * 2
+        frac = np.abs(scaled - np.trunc(scaled))
+        undecided = np.abs(frac - 0.5) <= err
+        return _saturate(_round_half_away(scaled) + self.zero_point, self.storage), undecided
+
+    def from_exact(self, q: Fraction) -> int | float:
+        """The stored value (a float for float types, an integer otherwise) for the exact value ``q``."""
+        if self.name in ("float32", "float64", "float16"):
+            return float(_nearest(q, np.dtype(_STORAGE[self.name])))
+        if self.name == "bfloat16":
+            return _nearest_bfloat16_bits(q)
+        if self.name in ("q15", "q7"):
+            return _saturate_int(_round_half_away_exact(q * 2 ** (15 if self.name == "q15" else 7)), self.storage)
+        assert self.scale is not None
+        return _saturate_int(_round_half_away_exact(q / Fraction(self.scale)) + self.zero_point, self.storage)
+
+
+# ----------------------------------------------------------------------------------------------- array helpers
+def _is_midpoint(y: np.ndarray, rounded: np.ndarray) -> np.ndarray:
+    """Whether float64 ``y`` lies exactly half-way between ``rounded`` (its rounding to a narrower float type) and
+    that type's next value towards ``y`` (the midpoint is exact in float64)."""
+    back = rounded.astype(np.float64)
+    towards = np.nextafter(rounded, np.where(y > back, np.inf, -np.inf).astype(rounded.dtype))
+    return (y != back) & (y == (back + towards.astype(np.float64)) / 2)
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    return np.trunc(x + np.copysign(0.5, x))
+
+
+def _saturate(x: np.ndarray, storage: np.dtype) -> np.ndarray:
+    info = np.iinfo(storage)
+    return np.clip(x, info.min, info.max).astype(storage)
+
+
+def _bfloat16_bits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """bfloat16 bit patterns of float64 ``y``, round-half-even, straight from the float64 bits (no double rounding
+    through float32). Magnitudes below bfloat16's smallest normal (2**-126) are left undecided for the exact path."""
+    bits = np.ascontiguousarray(y, np.float64).view(np.uint64)
+    sign = (bits >> np.uint64(63)).astype(np.uint16) << np.uint16(15)
+    mag = bits & np.uint64(0x7FFF_FFFF_FFFF_FFFF)
+    # Keep 7 of the 52 fraction bits: add just under half of the dropped unit, plus the kept unit's parity (RNE).
+    keep = (mag >> np.uint64(45)) & np.uint64(1)
+    rounded = (mag + np.uint64((1 << 44) - 1) + keep) >> np.uint64(45)  # float64 exponent (11 bits) + 7 bits
+    exponent = (rounded >> np.uint64(7)).astype(np.int64) - 1023 + 127
+    out = ((exponent.clip(0, 255).astype(np.uint16) << np.uint16(7)) | (rounded & np.uint64(0x7F)).astype(np.uint16))
+    out |= sign
+    tiny = np.abs(y) < 2.0**-126
+    out[tiny & (y == 0)] = sign[tiny & (y == 0)]
+    undecided = (tiny & (y != 0)) | (exponent >= 255) | _is_bfloat16_midpoint(mag)
+    return out, undecided
+
+
+def _is_bfloat16_midpoint(mag: np.ndarray) -> np.ndarray:
+    return (mag & np.uint64((1 << 45) - 1)) == np.uint64(1 << 44)
+
+
+# ------------------------------------------------------------------------------------------- exact (Fraction)
+def _nearest(q: Fraction, dtype: np.dtype) -> np.floating:
+    from posenc_cli.encodings._exact import nearest_bits
+
+    bits_type = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    return np.array(nearest_bits(q, dtype), bits_type).view(dtype)[()]  # type: ignore[no-any-return]
+
+
+def _nearest_bfloat16_bits(q: Fraction) -> int:
+    """The bfloat16 nearest to ``q`` (ties to even), from the float32 grid: bfloat16 values are float32 values."""
+    f32 = int(np.array(_nearest(q, np.dtype("<f4")), np.float32).view(np.uint32))
+    best, best_dist = 0, None
+    for cand in {f32 >> 16, (f32 >> 16) + 1, max(0, (f32 >> 16) - 1)}:
+        if (cand & 0x7F80) == 0x7F80:  # infinity or NaN patterns are never nearest to a table value
+            continue
+        value = Fraction(float(np.array(cand << 16, np.uint32).view(np.float32)))
+        dist = abs(value - q)
+        if best_dist is None or dist < best_dist or (dist == best_dist and cand % 2 == 0):
+            best, best_dist = cand, dist
+    return best
+
+
+def _round_half_away_exact(q: Fraction) -> int:
+    n = math.floor(abs(q) + Fraction(1, 2))
+    return n if q >= 0 else -n
+
+
+def _saturate_int(n: int, storage: np.dtype) -> int:
+    info = np.iinfo(storage)
+    return max(info.min, min(info.max, n))
+
