@@ -71,9 +71,9 @@ class ElementType:
     @classmethod
     def of(cls, name: object, *, scale: float | None = None, zero_point: int | None = None) -> ElementType:
         """Validate and build; ``SpecError`` names the culprit (``dtype``, ``scale`` or ``zero_point``)."""
-        if not isinstance(name, str):
-            try:
-                name = np.dtype(name).name
+        if not isinstance(name, str) or name not in DTYPES:
+            try:  # numpy spellings of the float types: np.float32, "f4", "<f8", dtype objects
+                name = np.dtype(name).name if name is not None else name  # type: ignore[call-overload]
             except TypeError:
                 pass
         if name not in DTYPES:
