@@ -32,6 +32,9 @@ from .table import Array, Param, RowSource, Table
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+#: The keyword arguments of :func:`save` that shape C output.
+C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
+
 __all__ = ["Output", "generate", "load", "plan", "save", "sinusoidal"]
 
 
@@ -125,6 +128,7 @@ def save(
     name: str | None = None,
     header: bool = True,
     command: str | None = None,
+    **c_options: object,
 ) -> list[Path]:
     """Write ``table`` (or a bare 2-D array) to ``path`` atomically; return every path written.
 
@@ -143,6 +147,9 @@ def save(
         CSV: write the ``d0,d1,...`` header row.
     command : str, optional
         The command line recorded in C provenance comments.
+    **c_options
+        C outputs: ``lang``, ``namespace``, ``align``, ``progmem``, ``float_literal``, ``half_type``, as
+        :class:`~posenc_cli.formats.options.WriteOptions` documents them.
 
     Examples
     --------
@@ -152,7 +159,12 @@ def save(
     if not isinstance(table, Table):
         table = Table.from_array(np.asarray(table))
     out = plan(path, format=format, name=name)
-    options = WriteOptions(name=out.name, header=header, command=command, filename=out.paths[0].name)
+    unknown = sorted(set(c_options) - C_OPTIONS)
+    if unknown:
+        raise SpecError(f"unknown option {unknown[0]!r}; save takes {', '.join(sorted(C_OPTIONS))}", param=unknown[0])
+    options = WriteOptions(
+        name=out.name, header=header, command=command, filename=out.paths[0].name, **c_options  # type: ignore[arg-type]
+    )
     with _atomic.atomic_outputs(out.paths) as files:
         out.format.dump(table, files[0], options)
         if out.format.companion is not None:

@@ -29,7 +29,7 @@ from ._version import __version__
 from .encodings import check_params
 from .encodings.dtypes import DTYPES
 from .errors import PosencError, SpecError
-from .formats import FORMATS
+from .formats import FORMATS, WriteOptions
 from .table import RowSource, Table
 
 #: API parameter names whose click option is spelled differently (``format`` shadows a builtin).
@@ -107,6 +107,14 @@ def cli() -> None:
 @click.option("-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP}).")
 @click.option("--name", help="C symbol / HDF5 dataset name.  [default: output stem as a C identifier]")
 @click.option("--header/--no-header", default=True, help="CSV: write the d0,d1,... header row.")
+@click.option("--lang", type=click.Choice(["c", "c++"]), default="c", help="C headers: C (also valid C++) or C++.")
+@click.option("--namespace", help="C++: put the table in this namespace (constexpr, C++11).")
+@click.option("--align", type=int, help="C: align the table to N bytes (a power of two).")
+@click.option("--progmem", is_flag=True, help="C: put the table in AVR flash (PROGMEM).")
+@click.option("--float-literal", "float_literal", type=click.Choice(["decimal", "hex", "bits"]), default="decimal",
+              help="C float tables: shortest decimals (C89), hex floats (C99/C++17) or bit patterns.")
+@click.option("--c-half-type", "half_type", type=click.Choice(["_Float16", "__fp16"]),
+              help="C float16 tables: native literals of this type.  [default: uint16_t bit patterns]")
 @click.option("-v", "--verbose", is_flag=True, help="Say what was written (on stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, even on a terminal.")
 @click.pass_context
@@ -122,6 +130,12 @@ def generate(
     format_: str | None,
     name: str | None,
     header: bool,
+    lang: str,
+    namespace: str | None,
+    align: int | None,
+    progmem: bool,
+    float_literal: str,
+    half_type: str | None,
     verbose: bool,
     quiet: bool,
 ) -> None:
@@ -138,13 +152,18 @@ def generate(
     """
     with _mapped_errors(ctx):
         check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
+        c_options = {"lang": lang, "namespace": namespace, "align": align, "progmem": progmem,
+                     "float_literal": float_literal, "half_type": half_type}
+        WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
         out = api.plan(output, format=format_, name=name)
         table = api.generate(
             seq_len, d_model, base=base, dtype=dtype, scale=scale, zero_point=zero_point, lazy=True
         )  # streams to the file
-        command = _command(table, out.name, output, format_, header)
+        command = _command(table, out.name, output, format_, header, c_options)
         with _progress(table, out.format.text, quiet) as shown:
-            written = api.save(shown, output, format=format_, name=out.name, header=header, command=command)
+            written = api.save(
+                shown, output, format=format_, name=out.name, header=header, command=command, **c_options
+            )
     if verbose:
         for path in written:
             _say(f"wrote {path} ({out.format.name}, {seq_len} x {d_model} {dtype}, {path.stat().st_size:,} bytes)")
@@ -182,7 +201,9 @@ def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
         yield Table(table.kind, {key: RowSource(array.shape, array.dtype, rows) for key in table.arrays}, table.params)
 
 
-def _command(table: Table, name: str, output: str, format_: str | None, header: bool) -> str:
+def _command(
+    table: Table, name: str, output: str, format_: str | None, header: bool, c_options: dict[str, object]
+) -> str:
     """The canonical command that reproduces a file, for provenance comments.
 
     The output is recorded by its file name only: an absolute build directory in the file would make the same
@@ -198,6 +219,12 @@ def _command(table: Table, name: str, output: str, format_: str | None, header: 
         words += ["--format", format_]
     if not header:
         words.append("--no-header")
+    defaults = {"lang": "c", "float_literal": "decimal", "progmem": False}
+    for key, value in c_options.items():
+        if value is None or value == defaults.get(key):
+            continue
+        option = "--c-half-type" if key == "half_type" else "--" + key.replace("_", "-")
+        words += [option] if value is True else [option, str(value)]
     words += ["-o", Path(output).name]
     return shlex.join(words)
 

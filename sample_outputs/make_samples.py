@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-#: One ``posenc`` argument vector per sample; the output file name comes last.
+#: One ``posenc`` argument vector per sample; the file name after ``-o`` is written into the samples directory.
 SAMPLES = [
     ["generate", "-n", "16", "-d", "8", "-o", "pe.npy"],
     ["generate", "-n", "16", "-d", "8", "-o", "pe.h5"],
@@ -17,6 +17,11 @@ SAMPLES = [
     ["generate", "-n", "16", "-d", "8", "-o", "pe.h"],
     ["generate", "-n", "16", "-d", "8", "-o", "pe_table.c"],
     ["generate", "-n", "16", "-d", "8", "--dtype", "float64", "-o", "pe_f64.h"],
+    ["generate", "-n", "16", "-d", "8", "--dtype", "q15", "-o", "pe_q15.h"],
+    ["generate", "-n", "16", "-d", "8", "--dtype", "float16", "-o", "pe_f16.h"],
+    ["generate", "-n", "16", "-d", "8", "--progmem", "-o", "pe_progmem.h"],
+    ["generate", "-n", "16", "-d", "8", "--lang", "c++", "--namespace", "posenc", "--align", "16", "-o", "pe.hpp",
+     "--format", "h"],
 ]
 
 
@@ -28,7 +33,9 @@ def make(directory: Path) -> list[Path]:
 
     written = []
     for args in SAMPLES:
-        result = CliRunner().invoke(cli, [*args[:-1], str(directory / args[-1]), "-v"], catch_exceptions=False)
+        out = args.index("-o") + 1
+        argv = [*args[:out], str(directory / args[out]), *args[out + 1 :], "-v"]
+        result = CliRunner().invoke(cli, argv, catch_exceptions=False)
         if result.exit_code != 0:
             raise SystemExit(f"posenc {' '.join(args)} failed: {result.stderr}")
         written += [Path(line.split()[1]) for line in result.stderr.splitlines() if line.startswith("wrote ")]

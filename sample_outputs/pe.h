@@ -14,6 +14,7 @@
  *   pe[pos][2i+1] = cos(pos / base^(2i / d_model))
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
+ * Needs: C89.
  */
 
 #ifndef POSENC_PE_H
@@ -22,7 +23,12 @@
 #define PE_SEQ_LEN 16
 #define PE_D_MODEL 8
 
-static const float pe[PE_SEQ_LEN][PE_D_MODEL] = {
+/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. __attribute__((section(".tables"))). */
+#ifndef POSENC_TABLE_ATTRIBUTE
+#define POSENC_TABLE_ATTRIBUTE
+#endif
+
+static const float pe[PE_SEQ_LEN][PE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {
     {0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f},
     {0.84147096f, 0.5403023f, 0.099833414f, 0.9950042f, 0.009999833f, 0.99995f, 0.0009999998f, 0.9999995f},
     {0.9092974f, -0.41614684f, 0.19866933f, 0.9800666f, 0.019998666f, 0.9998f, 0.0019999987f, 0.999998f},

@@ -14,6 +14,7 @@
  *   pe_f64[pos][2i+1] = cos(pos / base^(2i / d_model))
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
+ * Needs: C89.
  */
 
 #ifndef POSENC_PE_F64_H
@@ -22,7 +23,12 @@
 #define PE_F64_SEQ_LEN 16
 #define PE_F64_D_MODEL 8
 
-static const double pe_f64[PE_F64_SEQ_LEN][PE_F64_D_MODEL] = {
+/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. __attribute__((section(".tables"))). */
+#ifndef POSENC_TABLE_ATTRIBUTE
+#define POSENC_TABLE_ATTRIBUTE
+#endif
+
+static const double pe_f64[PE_F64_SEQ_LEN][PE_F64_D_MODEL] POSENC_TABLE_ATTRIBUTE = {
     {0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0},
     {0.8414709848078965, 0.5403023058681398, 0.09983341664682815, 0.9950041652780258, 0.009999833334166664, 0.9999500004166653, 0.0009999998333333417, 0.9999995000000417},
     {0.9092974268256817, -0.4161468365471424, 0.19866933079506122, 0.9800665778412416, 0.01999866669333308, 0.9998000066665778, 0.0019999986666669333, 0.9999980000006666},

@@ -14,12 +14,13 @@
  *   pe_table[pos][2i+1] = cos(pos / base^(2i / d_model))
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
+ * Needs: C89.
  * The declarations are in pe_table.h.
  */
 
 #include "pe_table.h"
 
-const float pe_table[PE_TABLE_SEQ_LEN][PE_TABLE_D_MODEL] = {
+const float pe_table[PE_TABLE_SEQ_LEN][PE_TABLE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {
     {0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f},
     {0.84147096f, 0.5403023f, 0.099833414f, 0.9950042f, 0.009999833f, 0.99995f, 0.0009999998f, 0.9999995f},
     {0.9092974f, -0.41614684f, 0.19866933f, 0.9800666f, 0.019998666f, 0.9998f, 0.0019999987f, 0.999998f},

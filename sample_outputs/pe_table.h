@@ -14,6 +14,7 @@
  *   pe_table[pos][2i+1] = cos(pos / base^(2i / d_model))
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
+ * Needs: C89.
  */
 
 #ifndef POSENC_PE_TABLE_H
@@ -22,11 +23,16 @@
 #define PE_TABLE_SEQ_LEN 16
 #define PE_TABLE_D_MODEL 8
 
+/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. __attribute__((section(".tables"))). */
+#ifndef POSENC_TABLE_ATTRIBUTE
+#define POSENC_TABLE_ATTRIBUTE
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-extern const float pe_table[PE_TABLE_SEQ_LEN][PE_TABLE_D_MODEL];
+extern const float pe_table[PE_TABLE_SEQ_LEN][PE_TABLE_D_MODEL] POSENC_TABLE_ATTRIBUTE;
 
 #ifdef __cplusplus
 }

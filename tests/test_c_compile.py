@@ -143,7 +143,7 @@ def test_header_layout(tables):
     text = (workdir / "pe.h").read_text()
     assert "#ifndef POSENC_PE_H\n#define POSENC_PE_H\n" in text
     assert "#define PE_SEQ_LEN 100\n#define PE_D_MODEL 37\n" in text
-    assert "static const float pe[PE_SEQ_LEN][PE_D_MODEL] = {" in text or "static const double pe[" in text
+    assert "static const float pe[PE_SEQ_LEN][PE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {" in text or "static const double pe[" in text
     assert "command: posenc generate -n 100 -d 37" in text and "-o pe.h" in text
     assert str(workdir) not in text, "absolute build paths make outputs differ between build trees"
     declarations = (workdir / "pair" / "pe.h").read_text()

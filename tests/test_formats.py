@@ -178,3 +178,27 @@ def test_table_is_frozen():
         table.array[0, 0] = 1.0
     with pytest.raises(TypeError):
         table.arrays["other"] = np.zeros(1)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "kwargs"),
+    [("float16", {}), ("bfloat16", {}), ("q15", {}), ("q7", {}), ("int8", {"scale": 0.0078125, "zero_point": -3})],
+)
+def test_element_types_round_trip_through_csv_and_h5(tmp_path, dtype, kwargs):
+    from posenc_cli.encodings.dtypes import ElementType
+
+    table = posenc_cli.generate(40, 19, dtype=dtype, **kwargs)
+    stored = np.asarray(table.array)
+    posenc_cli.save(table, tmp_path / "t.csv")
+    values = posenc_cli.load(tmp_path / "t.csv").array
+    if dtype == "bfloat16":
+        back = ElementType.of("bfloat16").convert(values)[0]
+    else:
+        back = values.astype(stored.dtype)
+    assert back.tobytes() == stored.tobytes()
+    posenc_cli.save(table, tmp_path / "t.h5")
+    loaded = posenc_cli.load(tmp_path / "t.h5")
+    assert loaded.array.tobytes() == stored.tobytes() and loaded.params["dtype"] == dtype
+    if dtype == "int8":
+        assert loaded.params["scale"] == 0.0078125 and loaded.params["zero_point"] == -3
+        assert (tmp_path / "t.csv").read_text().startswith("# dtype=int8 scale=0.0078125 zero_point=-3\nd0,")

@@ -1,34 +1,42 @@
 """C and C++ source: a self-contained header (``.h``), or a definition (``.c``) with its declarations (``.h``).
 
 References: ISO C99 6.4.4.2 (floating constants), CMSIS-DSP ``arm_common_tables.c/.h`` (definition in a .c, ``extern``
-in a guarded .h with ``extern "C"``), TFLM ``generate_cc_arrays.py``, ``xxd -i`` (naming).
+in a guarded .h with ``extern "C"``, the ``ARM_DSP_TABLE_ATTRIBUTE`` section hook), TFLM ``generate_cc_arrays.py``
+(``alignas``), avr-libc ``<avr/pgmspace.h>`` (``PROGMEM``), ``xxd -i`` (naming).
 
 ``.h`` (format ``h``), for a table used by one translation unit or small enough to duplicate::
 
-    /* provenance comment: file, generator version, command, every parameter, the formula; no timestamp */
+    /* provenance comment: file, generator version, command, every parameter, the formula, what the file needs */
     #ifndef POSENC_<NAME>_H
     #define POSENC_<NAME>_H
     #define <NAME>_SEQ_LEN 2048
     #define <NAME>_D_MODEL 512
-    static const float <name>[<NAME>_SEQ_LEN][<NAME>_D_MODEL] = {
+    static const float <name>[<NAME>_SEQ_LEN][<NAME>_D_MODEL] POSENC_TABLE_ATTRIBUTE = {
         {0.0f, 1.0f, ...},
-        ...
     };
     #endif
 
 ``.c`` (format ``c``), for firmware that uses the table from several files: ``<stem>.c`` holds the one definition
-``const float <name>[...][...] = {...};`` after ``#include "<stem>.h"``, and ``<stem>.h`` holds the guard, the size
-macros and ``extern const float <name>[...][...];`` inside ``extern "C"`` guards. The declaration gives the
-definition external linkage in C++ as well (a namespace-scope ``const`` is internal otherwise). Measured on a
-Cortex-M4: a ``static const`` table in a header used by two files costs two copies of flash; the pair costs one.
+after ``#include "<stem>.h"``, and ``<stem>.h`` holds the guard, the size macros and the ``extern`` declaration inside
+``extern "C"`` guards. The declaration gives the definition external linkage in C++ as well. Measured on a Cortex-M4:
+a ``static const`` table in a header used by two files costs two copies of flash; the pair costs one.
 
-Element type: ``float`` for float32 tables, ``double`` for float64. Each literal is the shortest decimal that reads
-back to the identical value, with a ``.`` or an exponent and, for float, the ``f`` suffix (``1.0f``, ``1e-05f``,
-``-0.0f``; never ``1f``, which is not C). Decimal literals compile under C89/C99/C11 and C++98 and later, and
-``-Wall -Wextra -Wpedantic -Werror`` finds nothing to say about either file.
+Options (:class:`~posenc_cli.formats.options.WriteOptions`):
 
-``<NAME>`` is the table's name upper-cased. Only 2-D float32/float64 tables with at least one row and one column can
-be written (C has no empty arrays); posenc does not read C back.
+- The element type and literal style come from :mod:`posenc_cli.formats._ctypes` (float/double decimals by default;
+  hex floats, bit patterns, 16-bit floats, q15/q7/int8 integers).
+- ``align``: the definition carries ``POSENC_ALIGNED(n)``, defined once per translation unit as ``alignas`` (C++11),
+  ``_Alignas`` (C11), ``__attribute__((aligned))`` (GCC, Clang), ``__declspec(align)`` (MSVC) or nothing.
+- ``POSENC_TABLE_ATTRIBUTE`` is always there and empty unless the build defines it (``-DPOSENC_TABLE_ATTRIBUTE=
+  '__attribute__((section(".tables")))'``), like CMSIS's ``ARM_DSP_TABLE_ATTRIBUTE``.
+- ``progmem``: the table goes to AVR flash (``PROGMEM``); read it with ``pgm_read_float``/``pgm_read_word``.
+- ``lang="c++"`` (header only): ``inline constexpr`` (C++17) with ``std::size_t`` size constants, or ``constexpr``
+  inside ``namespace`` (C++11) when one is given.
+- int8 tables also get ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT``.
+
+Decimal literals compile under C89/C99/C11 and C++98 and later with ``-Wall -Wextra -Wpedantic -Werror``; the
+comment states what any other choice needs. ``<NAME>`` is the name upper-cased. Only 2-D tables with at least one
+row and one column can be written (C has no empty arrays); posenc does not read C back.
 """
 
 from __future__ import annotations
@@ -36,17 +44,13 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import BinaryIO
 
-import numpy as np
-
 from .._version import __version__
-from ..errors import FormatError
+from ..errors import FormatError, SpecError
 from ..table import Table
 from ._blocks import row_blocks
-from ._text import shortest
+from ._ctypes import CElement, c_element
+from ._text import join_rows
 from .options import WriteOptions
-
-#: Values per source line: keeps lines under about 120 columns, far below C89's 509-character minimum limit.
-PER_LINE = 8
 
 _FORMULAS = {
     "sinusoidal": (
@@ -55,26 +59,63 @@ _FORMULAS = {
     ),
 }
 
+_ALIGN_MACRO = """#ifndef POSENC_ALIGNED
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define POSENC_ALIGNED(n) alignas(n)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define POSENC_ALIGNED(n) _Alignas(n)
+#elif defined(__GNUC__) || defined(__clang__)
+#define POSENC_ALIGNED(n) __attribute__((aligned(n)))
+#elif defined(_MSC_VER)
+#define POSENC_ALIGNED(n) __declspec(align(n))
+#else
+#define POSENC_ALIGNED(n)
+#endif
+#endif
+
+"""
+
+_ATTRIBUTE_MACRO = """/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. __attribute__((section(".tables"))). */
+#ifndef POSENC_TABLE_ATTRIBUTE
+#define POSENC_TABLE_ATTRIBUTE
+#endif
+
+"""
+
 
 def dump_header_only(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write a self-contained header: guard, size macros and a ``static const`` definition."""
-    ctype, dims = _check(table, options)
+    """Write a self-contained header: guard, size macros and a ``static const`` (or ``constexpr``) definition."""
+    element = _check(table, options)
     guard = f"POSENC_{options.name.upper()}_H"
-    fp.write(_preamble(table, options, guard).encode("utf-8"))
-    fp.write(f"static const {ctype} {options.name}{dims} = {{\n".encode("ascii"))
-    _write_values(table.array, fp)
+    fp.write(_comment(table, options, element).encode("utf-8"))
+    fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
+    if options.lang == "c++":
+        fp.write(_cxx_preamble(table, options, element).encode("ascii"))
+        qualifiers = "constexpr" if options.namespace else "inline constexpr"
+        declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {_declarator(options)}"
+        fp.write(f"{declaration} = {{\n".encode("ascii"))
+        _write_values(table, fp, element)
+        close = "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options))) + "\n"
+        fp.write(f"}};\n\n{close}#endif /* {guard} */\n".encode("ascii"))
+        return
+    fp.write(_c_preamble(table, options, element).encode("ascii"))
+    definition = f"{element.prefix}{_aligned(options)}static const {element.ctype} {_declarator(options)}"
+    fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
+    _write_values(table, fp, element)
     fp.write(f"}};\n\n#endif /* {guard} */\n".encode("ascii"))
 
 
 def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write the ``.h`` of a ``.c``/``.h`` pair: guard, size macros and the ``extern`` declaration."""
-    ctype, dims = _check(table, options)
+    element = _check(table, options, pair=True)
     guard = f"POSENC_{options.name.upper()}_H"
-    fp.write(_preamble(table, options, guard).encode("utf-8"))
+    fp.write(_comment(table, options, element).encode("utf-8"))
+    fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
+    fp.write(_c_preamble(table, options, element).encode("ascii"))
     fp.write(
         (
-            "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-            f"extern const {ctype} {options.name}{dims};\n\n"
+            '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
+            f"{element.prefix}extern const {element.ctype} {_declarator(options)}{_placement(options)};\n\n"
             "#ifdef __cplusplus\n}\n#endif\n\n"
             f"#endif /* {guard} */\n"
         ).encode("ascii")
@@ -83,41 +124,92 @@ def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None
 
 def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write the ``.c`` of a ``.c``/``.h`` pair: the one definition of the table."""
-    ctype, dims = _check(table, options)
+    element = _check(table, options, pair=True)
     header_name = PurePath(options.filename).stem + ".h" if options.filename else options.name + ".h"
-    fp.write(_comment(table, options, extra=[f"The declarations are in {header_name}."]).encode("utf-8"))
+    fp.write(_comment(table, options, element, extra=[f"The declarations are in {header_name}."]).encode("utf-8"))
     fp.write(f'#include "{_c_string(header_name)}"\n\n'.encode())
-    fp.write(f"const {ctype} {options.name}{dims} = {{\n".encode("ascii"))
-    _write_values(table.array, fp)
+    if options.align:
+        fp.write(_ALIGN_MACRO.encode("ascii"))
+    definition = f"{element.prefix}{_aligned(options)}const {element.ctype} {_declarator(options)}"
+    fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
+    _write_values(table, fp, element)
     fp.write(b"};\n")
 
 
-def _check(table: Table, options: WriteOptions) -> tuple[str, str]:
-    """The element type and the ``[SEQ][D]`` dimensions, after checking the table fits C."""
+def _check(table: Table, options: WriteOptions, *, pair: bool = False) -> CElement:
+    """The table's C element type, after checking that the table and the options fit C."""
     array = table.array
     if array.ndim != 2 or 0 in array.shape:
         raise FormatError(f"C output holds 2-D tables with at least one row and column, got shape {array.shape}")
-    if array.dtype not in (np.float32, np.float64):
-        raise FormatError(f"C output holds float32 or float64 tables, got {array.dtype}")
-    seq, dmod = _macros(options)
-    return ("float" if array.dtype == np.float32 else "double"), f"[{seq}][{dmod}]"
+    if pair and options.lang != "c":
+        raise SpecError("lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too",
+                        param="lang")
+    if options.progmem and table.params.get("dtype") == "float64":
+        raise SpecError("progmem is for AVR, where double is 32 bits: use dtype float32", param="progmem")
+    return c_element(table, options)
 
 
-def _macros(options: WriteOptions) -> tuple[str, str]:
+def _namespaces(options: WriteOptions) -> list[str]:
+    """``a::b`` as nested blocks (``namespace a::b`` needs C++17, the namespace form promises C++11)."""
+    return options.namespace.split("::") if options.namespace else []
+
+
+def _declarator(options: WriteOptions) -> str:
     upper = options.name.upper()
-    return f"{upper}_SEQ_LEN", f"{upper}_D_MODEL"
+    return f"{options.name}[{upper}_SEQ_LEN][{upper}_D_MODEL]"
 
 
-def _preamble(table: Table, options: WriteOptions, guard: str) -> str:
-    seq, dmod = _macros(options)
-    return (
-        _comment(table, options)
-        + f"#ifndef {guard}\n#define {guard}\n\n"
-        + f"#define {seq} {table.array.shape[0]}\n#define {dmod} {table.array.shape[1]}\n\n"
-    )
+def _aligned(options: WriteOptions) -> str:
+    return f"POSENC_ALIGNED({options.align}) " if options.align else ""
 
 
-def _comment(table: Table, options: WriteOptions, extra: tuple[str, ...] | list[str] = ()) -> str:
+def _placement(options: WriteOptions) -> str:
+    return " PROGMEM" if options.progmem else " POSENC_TABLE_ATTRIBUTE"
+
+
+def _includes(element: CElement, options: WriteOptions) -> str:
+    headers = list(element.includes) + (["<avr/pgmspace.h>"] if options.progmem else [])
+    return "".join(f"#include {h}\n" for h in headers) + ("\n" if headers else "")
+
+
+def _quantisation_macros(table: Table, upper: str, suffix: str) -> str:
+    if "scale" not in table.params:
+        return ""
+    scale = float(table.params["scale"])
+    return f"#define {upper}_SCALE {scale!r}{suffix}\n#define {upper}_ZERO_POINT {table.params['zero_point']}\n"
+
+
+def _c_preamble(table: Table, options: WriteOptions, element: CElement) -> str:
+    upper = options.name.upper()
+    shape = table.array.shape
+    text = _includes(element, options)
+    text += f"#define {upper}_SEQ_LEN {shape[0]}\n#define {upper}_D_MODEL {shape[1]}\n"
+    text += _quantisation_macros(table, upper, "f") + "\n"
+    if options.align:
+        text += _ALIGN_MACRO
+    if not options.progmem:
+        text += _ATTRIBUTE_MACRO
+    return text
+
+
+def _cxx_preamble(table: Table, options: WriteOptions, element: CElement) -> str:
+    upper = options.name.upper()
+    shape = table.array.shape
+    includes = ["<cstddef>"] + (["<cstdint>"] if element.includes else [])
+    text = "".join(f"#include {h}\n" for h in includes) + "\n"
+    if options.align:
+        text += _ALIGN_MACRO
+    if options.namespace:
+        text += "".join(f"namespace {part} {{\n" for part in _namespaces(options)) + "\n"
+    qualifiers = "constexpr" if options.namespace else "inline constexpr"
+    text += f"{qualifiers} std::size_t {upper}_SEQ_LEN = {shape[0]};\n{qualifiers} std::size_t {upper}_D_MODEL = {shape[1]};\n"
+    if "scale" in table.params:
+        text += f"{qualifiers} float {upper}_SCALE = {float(table.params['scale'])!r}f;\n"
+        text += f"{qualifiers} int {upper}_ZERO_POINT = {table.params['zero_point']};\n"
+    return text + "\n"
+
+
+def _comment(table: Table, options: WriteOptions, element: CElement, extra: list[str] | None = None) -> str:
     filename = options.filename or options.name
     lines = [f"{filename}: positional-encoding table generated by posenc {__version__}. Do not edit.", ""]
     if options.command:
@@ -128,8 +220,21 @@ def _comment(table: Table, options: WriteOptions, extra: tuple[str, ...] | list[
     formula = _FORMULAS.get(table.kind)
     if formula:
         lines += [""] + ["  " + line.format(name=options.name) for line in formula]
-    lines += ["", "Each literal reads back to the identical value (shortest round-trip decimal)."]
-    lines += list(extra)
+    lines.append("")
+    if element.reading:
+        lines.append(f"Values: {element.reading}.")
+    if options.float_literal == "decimal" and element.ctype in ("float", "double"):
+        lines.append("Each literal reads back to the identical value (shortest round-trip decimal).")
+    needs = "C++17" if options.lang == "c++" and not options.namespace else "C++11" if options.lang == "c++" else element.needs
+    if options.progmem:
+        needs = f"avr-gcc with avr-libc ({needs})"
+    lines.append(f"Needs: {needs}.")
+    if options.progmem:
+        lines += [
+            f"AVR flash: read values with pgm_read_{'float' if element.ctype == 'float' else 'word'}"
+            f"(&{options.name}[pos][i]); past the first 64 KiB of flash use pgm_get_far_address() and the _far readers.",
+        ]
+    lines += extra or []
     body = "".join(f" * {_comment_safe(line)}".rstrip() + "\n" for line in lines)
     return f"/*\n{body} */\n\n"
 
@@ -144,12 +249,9 @@ def _c_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _write_values(array: np.ndarray, fp: BinaryIO) -> None:
-    suffix = "f" if array.dtype == np.float32 else ""
-    for _, block in row_blocks(array, 1 << 20):
-        out = []
-        for row in shortest(block):
-            cells = [text + suffix for text in row]
-            chunks = [", ".join(cells[i : i + PER_LINE]) for i in range(0, len(cells), PER_LINE)]
-            out.append("    {" + ",\n     ".join(chunks) + "},\n")
-        fp.write("".join(out).encode("ascii"))
+def _write_values(table: Table, fp: BinaryIO, element: CElement) -> None:
+    columns = table.array.shape[1]
+    seps = [b",\n     " if (j + 1) % element.per_line == 0 else b", " for j in range(columns)]
+    seps[-1] = b"},\n"
+    for _, block in row_blocks(table.array, 1 << 20):
+        fp.write(element.spell(block, seps, b"    {"))

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import FormatError
 from ..table import Table
 from ._blocks import row_blocks
-from ._text import shortest
+from ._spell import decimal, element_name
 from .options import WriteOptions
 
 #: The largest CSV posenc will parse, in bytes: protects ``load`` from exhausting memory on hostile input (tables
@@ -40,10 +40,16 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     array = table.array
     if array.ndim != 2:
         raise FormatError(f"CSV holds 2-D tables, this array has shape {array.shape}")
+    element = element_name(table)
+    if "scale" in table.params:  # what an int8 table means travels with it, in a comment readers skip
+        quantisation = f"# dtype={element} scale={table.params['scale']!r} zero_point={table.params['zero_point']}\n"
+        fp.write(quantisation.encode("ascii"))
     if options.header:
         fp.write((",".join(f"d{j}" for j in range(array.shape[1])) + "\n").encode("ascii"))
+    spell = decimal(element)
+    seps = [b","] * (array.shape[1] - 1) + [b"\n"]
     for _, block in row_blocks(array, 1 << 20):
-        fp.write("".join(",".join(row) + "\n" for row in shortest(block)).encode("ascii"))
+        fp.write(spell(block, seps, b""))
 
 
 def load(fp: BinaryIO) -> Table:
@@ -55,7 +61,7 @@ def load(fp: BinaryIO) -> Table:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"CSV is not UTF-8 text: {exc}") from None
-    lines = text.splitlines()
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
     if lines and lines[0].strip() and not _is_numeric(lines[0].split(",")[0]):
         lines = lines[1:]
     lines = [line for line in lines if line.strip()]

@@ -47,16 +47,62 @@ class WriteOptions:
     filename : str or None
         The output's file name (no directory), for files that name themselves or a companion (the ``.c`` includes
         its ``.h`` by this stem).
+    lang : {"c", "c++"}
+        C headers: ``c`` (C89 and later, also valid C++) or ``c++`` (``constexpr``, ``std::size_t`` sizes).
+    namespace : str or None
+        C++ only: put the table in this namespace (``constexpr``, C++11) instead of ``inline constexpr`` (C++17).
+    align : int or None
+        C: align the table to this many bytes (a power of two) through a portable macro.
+    progmem : bool
+        C: AVR flash (``PROGMEM``); the table is read with ``pgm_read_*``.
+    float_literal : {"decimal", "hex", "bits"}
+        C float tables: shortest decimal (C89), hexadecimal floats (C99, C++17), or integer bit patterns.
+    half_type : str or None
+        C float16 tables: ``_Float16`` or ``__fp16`` for native literals; by default ``uint16_t`` bit patterns.
     """
 
     name: str = "pe"
     header: bool = True
     command: str | None = None
     filename: str | None = None
+    lang: str = "c"
+    namespace: str | None = None
+    align: int | None = None
+    progmem: bool = False
+    float_literal: str = "decimal"
+    half_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.lang not in LANGS:
+            raise SpecError(f"lang must be one of {', '.join(LANGS)}, got {self.lang!r}", param="lang")
+        if self.namespace is not None:
+            if self.lang != "c++":
+                raise SpecError("a namespace needs lang c++", param="namespace")
+            for part in self.namespace.split("::"):
+                check_name(part, param="namespace")
+        if self.align is not None and (
+            isinstance(self.align, bool) or not isinstance(self.align, int) or self.align < 1
+            or self.align & (self.align - 1) or self.align > 4096
+        ):
+            raise SpecError(f"align must be a power of two from 1 to 4096, got {self.align!r}", param="align")
+        if self.float_literal not in FLOAT_LITERALS:
+            raise SpecError(
+                f"float_literal must be one of {', '.join(FLOAT_LITERALS)}, got {self.float_literal!r}",
+                param="float_literal",
+            )
+        if self.half_type is not None and self.half_type not in HALF_TYPES:
+            raise SpecError(f"half_type must be one of {', '.join(HALF_TYPES)}, got {self.half_type!r}", param="half_type")
+        if self.progmem and self.lang != "c":
+            raise SpecError("progmem is for AVR C (avr-libc); it needs lang c", param="progmem")
 
 
-def check_name(name: str) -> str:
-    """Return ``name`` if it can name a table, else raise ``SpecError`` saying what is allowed.
+LANGS = ("c", "c++")
+FLOAT_LITERALS = ("decimal", "hex", "bits")
+HALF_TYPES = ("_Float16", "__fp16")
+
+
+def check_name(name: str, *, param: str = "name") -> str:
+    """Return ``name`` if it can name a table (or a namespace), else raise ``SpecError`` saying what is allowed.
 
     Examples
     --------
@@ -68,11 +114,11 @@ def check_name(name: str) -> str:
         "not a C/C++ keyword"
     )
     if not isinstance(name, str) or not _IDENTIFIER.match(name) or len(name) > MAX_NAME:
-        raise SpecError(f"name must be {allowed}, got {name!r}", param="name")
+        raise SpecError(f"{param} must be {allowed}, got {name!r}", param=param)
     if "__" in name:
-        raise SpecError(f"name must be {allowed} (a double underscore is reserved in C/C++), got {name!r}", param="name")
+        raise SpecError(f"{param} must be {allowed} (a double underscore is reserved in C/C++), got {name!r}", param=param)
     if name in KEYWORDS:
-        raise SpecError(f"name must be {allowed}; {name!r} is a keyword", param="name")
+        raise SpecError(f"{param} must be {allowed}; {name!r} is a keyword", param=param)
     return name
 
 
