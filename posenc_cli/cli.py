@@ -17,6 +17,7 @@ import contextlib
 import os
 import shlex
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -28,7 +29,7 @@ from . import api
 from ._version import __version__
 from .encodings import check_params
 from .encodings.dtypes import DTYPES
-from .errors import PosencError, SpecError
+from .errors import PosencError, PosencWarning, SpecError
 from .formats import FORMATS, WriteOptions
 from .table import RowSource, Table
 
@@ -160,10 +161,14 @@ def generate(
             seq_len, d_model, base=base, dtype=dtype, scale=scale, zero_point=zero_point, lazy=True
         )  # streams to the file
         command = _command(table, out.name, output, format_, header, c_options)
-        with _progress(table, out.format.text, quiet) as shown:
+        with _progress(table, out.format.text, quiet) as shown, warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", PosencWarning)
             written = api.save(
                 shown, output, format=format_, name=out.name, header=header, command=command, **c_options
             )
+    if not quiet:
+        for note in notes:
+            click.echo(f"Note: {note.message}", err=True)
     if verbose:
         for path in written:
             _say(f"wrote {path} ({out.format.name}, {seq_len} x {d_model} {dtype}, {path.stat().st_size:,} bytes)")

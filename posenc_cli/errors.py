@@ -29,3 +29,7 @@ class FormatError(PosencError, ValueError):
 
 class OutputError(PosencError, OSError):
     """Writing an output failed (missing directory, no permission, disk full): exit code 1 in the CLI."""
+
+
+class PosencWarning(UserWarning):
+    """Advice about a request that works but may not be what the user wants (a slow-to-compile C table)."""

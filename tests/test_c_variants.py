@@ -189,3 +189,79 @@ def test_bad_c_options_exit_2(tmp_path, args, option, fragment):
     assert result.exit_code == 2, result.stderr
     assert option in result.stderr and fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+INCBIN_MAIN = r"""
+#include <stdio.h>
+#include "pe.h"
+
+const void *table_seen_by_other_unit(void);
+
+int main(void)
+{
+    const unsigned char *p = (const unsigned char *)&pe[0][0];
+    unsigned long k;
+    if (table_seen_by_other_unit() != (const void *)&pe[0][0]) {
+        return 1;
+    }
+    for (k = 0; k < (unsigned long)sizeof(pe); k++) {
+        printf("%02x", p[k]);
+    }
+    printf("\n");
+    return 0;
+}
+"""
+
+INCBIN_UNIT = r"""
+#define PE_INCBIN
+#include "pe.h"
+
+const void *table_seen_by_other_unit(void);
+const void *table_seen_by_other_unit(void) { return &pe[0][0]; }
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "q15"])
+@pytest.mark.parametrize(("compiler", "lang", "std"),
+                         [("gcc", "c", "c99"), ("clang", "c", "c11"), ("g++", "c++", "c++11"), ("clang++", "c++", "c++17")])
+def test_bin_format_links_through_incbin(tmp_path, dtype, compiler, lang, std):
+    posenc("--dtype", dtype, "-o", str(tmp_path / "pe.bin"))
+    expected = expected_bytes(tmp_path, ["--dtype", dtype])
+    assert (tmp_path / "pe.bin").read_bytes().hex() == expected
+    (tmp_path / "main.c").write_text(INCBIN_MAIN)
+    (tmp_path / "unit.c").write_text(INCBIN_UNIT)
+    exe = tmp_path / "prog"
+    cmd = [require_tool(compiler), "-x", lang, f"-std={std}", *WARNINGS, "-I", str(tmp_path), str(tmp_path / "main.c"),
+           str(tmp_path / "unit.c"), "-o", str(exe)]
+    build = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)  # the assembler finds pe.bin here
+    assert build.returncode == 0, build.stderr
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected
+
+
+def test_bin_format_on_cortex_m4_and_avr_flash(tmp_path):
+    posenc("-o", str(tmp_path / "pe.bin"))
+    (tmp_path / "unit.c").write_text(INCBIN_UNIT)
+    expected = expected_bytes(tmp_path, [])
+    for toolchain in (ARM_CM4, AVR_328P):
+        obj = tmp_path / f"unit-{toolchain.id}.o"
+        cmd = [toolchain.tool("gcc"), *toolchain.target_flags, "-std=c99", *WARNINGS, f"-Wa,-I{tmp_path}",
+               "-I", str(tmp_path), "-c", str(tmp_path / "unit.c"), "-o", str(obj)]
+        build = subprocess.run(cmd, capture_output=True, text=True)
+        assert build.returncode == 0 and not build.stderr, build.stderr
+        found = table_bytes(obj, "pe", toolchain, tmp_path)
+        assert found.data.hex() == expected and found.alignment >= 16
+    posenc("--progmem", "-o", str(tmp_path / "pe.bin"))
+    obj = tmp_path / "unit-progmem.o"
+    subprocess.run([AVR_328P.tool("gcc"), *AVR_328P.target_flags, "-std=c99", *WARNINGS, f"-Wa,-I{tmp_path}", "-I",
+                    str(tmp_path), "-c", str(tmp_path / "unit.c"), "-o", str(obj)], check=True)
+    assert table_bytes(obj, "pe", AVR_328P, tmp_path).section == ".progmem.data"
+
+
+def test_big_initializer_gets_a_note_pointing_to_bin(tmp_path):
+    big = ["generate", "-n", "1024", "-d", "300", "-o", str(tmp_path / "pe.h")]
+    result = CliRunner().invoke(cli, big)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.startswith("Note: the table holds 1.2 MiB") and "--format bin" in result.stderr
+    assert CliRunner().invoke(cli, [*big, "--quiet"]).stderr == ""
+    small = CliRunner().invoke(cli, ["generate", "-n", "16", "-d", "8", "-o", str(tmp_path / "small.h")])
+    assert small.stderr == ""

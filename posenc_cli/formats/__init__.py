@@ -71,6 +71,13 @@ FORMATS: dict[str, Format] = {
         companion=Companion(".h", c.dump_declarations),
         text=True,
     ),
+    "bin": Format(
+        "bin",
+        (".bin",),
+        "raw little-endian table, plus a .h that declares it and pulls it in with .incbin",
+        c.dump_raw,
+        companion=Companion(".h", c.dump_incbin_header),
+    ),
 }
 
 
