@@ -159,6 +159,9 @@ def save(
     if not isinstance(table, Table):
         table = Table.from_array(np.asarray(table))
     out = plan(path, format=format, name=name)
+    companion = out.format.companion
+    if companion is not None and companion.when is not None and not companion.when(table):
+        out = dataclasses.replace(out, paths=out.paths[:1])
     unknown = sorted(set(c_options) - C_OPTIONS)
     if unknown:
         raise SpecError(f"unknown option {unknown[0]!r}; save takes {', '.join(sorted(C_OPTIONS))}", param=unknown[0])
@@ -167,8 +170,8 @@ def save(
     )
     with _atomic.atomic_outputs(out.paths) as files:
         out.format.dump(table, files[0], options)
-        if out.format.companion is not None:
-            out.format.companion.dump(table, files[1], dataclasses.replace(options, filename=out.paths[1].name))
+        if companion is not None and len(out.paths) > 1:
+            companion.dump(table, files[1], dataclasses.replace(options, filename=out.paths[1].name))
     return list(out.paths)
 
 
@@ -187,7 +190,12 @@ def load(path: PathLike, *, format: str | None = None) -> Table:
         raise FormatError(f"posenc cannot read {fmt.name} files back; it reads {readable}")
     try:
         with open(path, "rb") as fp:
-            return fmt.load(fp)
+            table = fmt.load(fp)
+        sidecar = fmt.companion and fmt.companion.load and path.with_suffix(fmt.companion.suffix)
+        if sidecar and sidecar.is_file():
+            with open(sidecar, "rb") as fp:
+                table = fmt.companion.load(table, fp)  # type: ignore[union-attr,misc]
+        return table
     except OSError as exc:
         raise FormatError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     except FormatError as exc:

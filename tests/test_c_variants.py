@@ -265,3 +265,14 @@ def test_big_initializer_gets_a_note_pointing_to_bin(tmp_path):
     assert CliRunner().invoke(cli, [*big, "--quiet"]).stderr == ""
     small = CliRunner().invoke(cli, ["generate", "-n", "16", "-d", "8", "-o", str(tmp_path / "small.h")])
     assert small.stderr == ""
+
+
+def test_parameters_cannot_close_the_provenance_comment(tmp_path):
+    """Tables built through the API can carry any text; the C comment must survive it."""
+    from posenc_cli import Table, save
+
+    hostile = Table("array", {"pe": np.zeros((2, 2), np.float32)}, {"note": "*/ int broken = ; /* ??/", "x": "\n#error"})
+    save(hostile, tmp_path / "pe.h")
+    (tmp_path / "dump.c").write_text(DUMP_BYTES)
+    assert build_and_run("gcc", "c", "c99", tmp_path / "dump.c").strip() == "00" * 16
+    assert build_and_run("gcc", "c", "c89", tmp_path / "dump.c").strip() == "00" * 16  # trigraphs are live in C89

@@ -202,3 +202,20 @@ def test_element_types_round_trip_through_csv_and_h5(tmp_path, dtype, kwargs):
     if dtype == "int8":
         assert loaded.params["scale"] == 0.0078125 and loaded.params["zero_point"] == -3
         assert (tmp_path / "t.csv").read_text().startswith("# dtype=int8 scale=0.0078125 zero_point=-3\nd0,")
+
+
+def test_npy_sidecar_carries_what_npy_cannot_name(tmp_path):
+    table = posenc_cli.generate(8, 6, dtype="int8", scale=0.0078125, zero_point=-3)
+    written = posenc_cli.save(table, tmp_path / "pe.npy")
+    assert [p.name for p in written] == ["pe.npy", "pe.json"]
+    import json
+
+    meta = json.loads((tmp_path / "pe.json").read_text())
+    assert meta["dtype"] == "int8" and meta["storage"] == "|i1" and meta["params"]["scale"] == 0.0078125
+    back = posenc_cli.load(tmp_path / "pe.npy")
+    assert back.kind == "sinusoidal" and back.params["zero_point"] == -3
+    assert np.load(tmp_path / "pe.npy").tobytes() == np.asarray(table.array).tobytes()
+    assert [p.name for p in posenc_cli.save(posenc_cli.generate(8, 6), tmp_path / "f.npy")] == ["f.npy"]
+    (tmp_path / "pe.json").write_text("{not json")
+    with pytest.raises(FormatError, match="sidecar"):
+        posenc_cli.load(tmp_path / "pe.npy")

@@ -32,10 +32,16 @@ Load = Callable[[BinaryIO], Table]
 
 @dataclass(frozen=True)
 class Companion:
-    """A second file a format writes beside the output: same stem, this suffix."""
+    """A second file a format writes beside the output: same stem, this suffix.
+
+    ``when`` limits it to the tables that need it; ``load`` merges what it holds into the table read from the main
+    file (a metadata sidecar).
+    """
 
     suffix: str
     dump: Dump
+    when: Callable[[Table], bool] | None = None
+    load: Callable[[Table, BinaryIO], Table] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,14 @@ class Format:
 
 
 FORMATS: dict[str, Format] = {
-    "npy": Format("npy", (".npy",), "NumPy .npy array (NPY format 1.0)", npy.dump, npy.load),
+    "npy": Format(
+        "npy",
+        (".npy",),
+        "NumPy .npy array (NPY format 1.0); a .json sidecar for types .npy cannot name",
+        npy.dump,
+        npy.load,
+        companion=Companion(".json", npy.dump_sidecar, when=npy.needs_sidecar, load=npy.load_sidecar),
+    ),
     "h5": Format("h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", hdf5.dump, hdf5.load),
     "csv": Format(
         "csv", (".csv",), "CSV, one row per position, shortest round-trip decimals", csv.dump, csv.load, text=True

@@ -309,7 +309,7 @@ def _comment(table: Table, options: WriteOptions, element: CElement, extra: list
 def _comment_safe(text: str) -> str:
     """Text that cannot end the comment early or smuggle in control characters."""
     text = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
-    return text.replace("*/", "* /").replace("??", "?\\?")
+    return text.replace("*/", "* /").replace("/*", "/ *").replace("??", "?\\?")
 
 
 def _c_string(text: str) -> str:

@@ -15,15 +15,22 @@ growth), and posenc promises the same bytes for the same table whatever numpy is
 
 Round trip: the array's values, dtype and shape. ``.npy`` carries no parameters: :func:`load` returns a table of kind
 ``"array"`` whose single array is named ``"pe"``.
+
+Sidecar: a table whose element type ``.npy`` cannot name (bfloat16 stored as ``<u2`` bit patterns, q15, q7, int8
+with its scale and zero point) also gets ``<stem>.json`` beside it: canonical JSON (sorted keys, two-space indent, a
+final newline) ``{"dtype": ..., "generator": "posenc X.Y.Z", "kind": ..., "params": {...}, "storage": "<u2"}``.
+:func:`load_sidecar` merges it back (``posenc_cli.load`` does when the file is there).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import BinaryIO
 
 import numpy as np
 
+from .._version import __version__
 from ..errors import FormatError
 from ..table import Table
 from ._blocks import row_blocks
@@ -62,6 +69,39 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         return
     for _, block in row_blocks(array):
         fp.write(np.ascontiguousarray(block, dtype).tobytes())
+
+
+#: Element types whose meaning the .npy dtype does not carry.
+NEEDS_SIDECAR = ("bfloat16", "q15", "q7", "int8")
+
+
+def needs_sidecar(table: Table) -> bool:
+    """Whether ``table`` needs a ``.json`` sidecar to be understood (see the module docstring)."""
+    return table.params.get("dtype") in NEEDS_SIDECAR
+
+
+def dump_sidecar(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
+    """Write the ``.json`` sidecar of an ``.npy``."""
+    meta = {
+        "dtype": table.params["dtype"],
+        "generator": f"posenc {__version__}",
+        "kind": table.kind,
+        "params": dict(table.params),
+        "storage": table.array.dtype.newbyteorder("<").str,
+    }
+    fp.write((json.dumps(meta, sort_keys=True, indent=2, allow_nan=False) + "\n").encode("utf-8"))
+
+
+def load_sidecar(table: Table, fp: BinaryIO) -> Table:
+    """``table`` with the kind and parameters of its sidecar; ``FormatError`` when the sidecar is not one."""
+    try:
+        meta = json.loads(fp.read(1 << 20).decode("utf-8"))
+        kind, params = str(meta["kind"]), dict(meta["params"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise FormatError(f"not a posenc .json sidecar: {exc}") from None
+    if not all(isinstance(v, (int, float, str, bool)) for v in params.values()):
+        raise FormatError("not a posenc .json sidecar: parameters must be numbers or strings")
+    return Table(kind, table.arrays, params)
 
 
 def load(fp: BinaryIO) -> Table:
