@@ -14,19 +14,32 @@ and suffix inference live once, in :mod:`posenc_cli.api` and :mod:`posenc_cli._a
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import SpecError
 from ..table import Table
-from . import c, csv, hdf5, npy
 from .options import WriteOptions
 
 __all__ = ["FORMATS", "Format", "WriteOptions", "by_name", "infer"]
 
 Dump = Callable[[Table, BinaryIO, WriteOptions], None]
+
+
+def _lazy(module: str, name: str) -> Any:
+    """``posenc_cli.formats.<module>.<name>``, imported on first call: writing a .npy never pays for the text
+    formatters' tables, and ``posenc --help`` for none of them."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = f"{module}.{name}"
+    return call
+
+
 Load = Callable[[BinaryIO], Table]
 
 
@@ -67,29 +80,40 @@ FORMATS: dict[str, Format] = {
         "npy",
         (".npy",),
         "NumPy .npy array (NPY format 1.0); a .json sidecar for types .npy cannot name",
-        npy.dump,
-        npy.load,
-        companion=Companion(".json", npy.dump_sidecar, when=npy.needs_sidecar, load=npy.load_sidecar),
+        _lazy("npy", "dump"),
+        _lazy("npy", "load"),
+        companion=Companion(
+            ".json", _lazy("npy", "dump_sidecar"), when=_lazy("npy", "needs_sidecar"), load=_lazy("npy", "load_sidecar")
+        ),
     ),
-    "h5": Format("h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", hdf5.dump, hdf5.load),
+    "h5": Format(
+        "h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", _lazy("hdf5", "dump"), _lazy("hdf5", "load")
+    ),
     "csv": Format(
-        "csv", (".csv",), "CSV, one row per position, shortest round-trip decimals", csv.dump, csv.load, text=True
+        "csv",
+        (".csv",),
+        "CSV, one row per position, shortest round-trip decimals",
+        _lazy("csv", "dump"),
+        _lazy("csv", "load"),
+        text=True,
     ),
-    "h": Format("h", (".h",), "self-contained C/C++ header with a static const table", c.dump_header_only, text=True),
+    "h": Format(
+        "h", (".h",), "self-contained C/C++ header with a static const table", _lazy("c", "dump_header_only"), text=True
+    ),
     "c": Format(
         "c",
         (".c",),
         "C source with the one definition, plus a .h of extern declarations",
-        c.dump_source,
-        companion=Companion(".h", c.dump_declarations),
+        _lazy("c", "dump_source"),
+        companion=Companion(".h", _lazy("c", "dump_declarations")),
         text=True,
     ),
     "bin": Format(
         "bin",
         (".bin",),
         "raw little-endian table, plus a .h that declares it and pulls it in with .incbin",
-        c.dump_raw,
-        companion=Companion(".h", c.dump_incbin_header),
+        _lazy("c", "dump_raw"),
+        companion=Companion(".h", _lazy("c", "dump_incbin_header")),
     ),
 }
 
@@ -99,9 +123,7 @@ def by_name(name: str) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
-        raise SpecError(
-            f"unknown format {name!r}; choose one of {', '.join(FORMATS)}", param="format"
-        ) from None
+        raise SpecError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}", param="format") from None
 
 
 def infer(path: str | PurePath) -> Format:
