@@ -67,8 +67,13 @@ def generate(
     ('sinusoidal', (4, 6), 'interleaved')
     """
     seq_len, d_model, base, element = check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
-    quantisation = {"scale": element.scale, "zero_point": element.zero_point} if element.name == "int8" else {}
-    rows = functools.partial(sinusoidal_rows, d_model=d_model, base=base, dtype=element.name, **quantisation)
+    quantisation: dict[str, Param] = {}
+    if element.scale is not None:
+        quantisation = {"scale": element.scale, "zero_point": element.zero_point}
+    rows = functools.partial(
+        sinusoidal_rows, d_model=d_model, base=base, dtype=element.name, scale=element.scale,
+        zero_point=element.zero_point if element.scale is not None else None,
+    )
     array: Array = RowSource((seq_len, d_model), element.storage, rows)
     if not lazy:
         array = np.asarray(array)

@@ -41,7 +41,9 @@ _FORMAT_HELP = "; ".join(f"{f.name}: {'/'.join(f.suffixes)}" for f in FORMATS.va
 class PosencGroup(click.Group):
     """A click group whose errors are one line and whose exit codes follow the module's table."""
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any) -> Any:
+    def main(  # type: ignore[override]  # always standalone: errors become exit codes here
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
         extra.pop("standalone_mode", None)
         try:
             return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
@@ -153,7 +155,7 @@ def generate(
     """
     with _mapped_errors(ctx):
         check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
-        c_options = {"lang": lang, "namespace": namespace, "align": align, "progmem": progmem,
+        c_options: dict[str, object] = {"lang": lang, "namespace": namespace, "align": align, "progmem": progmem,
                      "float_literal": float_literal, "half_type": half_type}
         WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
         out = api.plan(output, format=format_, name=name)

@@ -67,7 +67,7 @@ class RowSource:
             raise TypeError("a RowSource is read by contiguous row slices, source[lo:hi]")
         return self._rows(lo, max(lo, hi))
 
-    def __array__(self, dtype: npt.DTypeLike = None, copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         whole = self._rows(0, self.shape[0])
         return whole if dtype is None else whole.astype(dtype)
 
@@ -128,4 +128,4 @@ class Table:
     @classmethod
     def from_array(cls, array: npt.ArrayLike, key: str = "pe") -> Table:
         """Wrap a bare 2-D array (for example a learned position table) as ``kind="array"``."""
-        return cls("array", {key: array})
+        return cls("array", {key: np.asarray(array)})

@@ -15,7 +15,8 @@
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
  * Needs: avr-gcc with avr-libc (C89).
- * AVR flash: read values with pgm_read_float(&pe_progmem[pos][i]); past the first 64 KiB of flash use pgm_get_far_address() and the _far readers.
+ * AVR flash: read values with pgm_read_float(&pe_progmem[pos][i]); past the first 64 KiB of flash use pgm_get_far_address()
+ * and the _far readers.
  */
 
 #ifndef POSENC_PE_PROGMEM_H

@@ -79,7 +79,6 @@ int main(void)
 """
 
 
-
 def compile_and_run(compiler: str, lang: str, std: str, sources: list[Path], workdir: Path) -> str:
     exe = workdir / f"prog-{compiler}-{std}"
     cmd = [require_tool(compiler), "-x", lang, f"-std={std}", *WARNINGS, "-I", str(workdir), *map(str, sources)]
@@ -122,8 +121,9 @@ def test_source_pair_links_two_units_into_one_table(tables, compiler, lang, std)
     (pair / "main.c").write_text(MAIN_OF_PAIR)
     sources = [pair / "pe.c", pair / "other.c", pair / "main.c"]
     assert compile_and_run(compiler, lang, std, sources, pair) == expected
-    symbols = subprocess.run([require_tool("nm"), str(pair / f"prog-{compiler}-{std}")], capture_output=True,
-                             text=True, check=True).stdout.split("\n")
+    symbols = subprocess.run(
+        [require_tool("nm"), str(pair / f"prog-{compiler}-{std}")], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     definitions = [line for line in symbols if line.split()[-1:] == ["pe"]]
     assert len(definitions) == 1, definitions
 
@@ -133,7 +133,17 @@ def test_header_included_but_unused_is_warning_free(tables, compiler):
     workdir, _ = tables
     unit = workdir / "unused.c"
     unit.write_text('#include "pe.h"\nint answer(void);\nint answer(void) { return PE_SEQ_LEN * PE_D_MODEL; }\n')
-    cmd = [require_tool(compiler), "-std=c99", *WARNINGS, "-I", str(workdir), "-c", str(unit), "-o", str(workdir / "u.o")]
+    cmd = [
+        require_tool(compiler),
+        "-std=c99",
+        *WARNINGS,
+        "-I",
+        str(workdir),
+        "-c",
+        str(unit),
+        "-o",
+        str(workdir / "u.o"),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
 
@@ -143,7 +153,10 @@ def test_header_layout(tables):
     text = (workdir / "pe.h").read_text()
     assert "#ifndef POSENC_PE_H\n#define POSENC_PE_H\n" in text
     assert "#define PE_SEQ_LEN 100\n#define PE_D_MODEL 37\n" in text
-    assert "static const float pe[PE_SEQ_LEN][PE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {" in text or "static const double pe[" in text
+    assert (
+        "static const float pe[PE_SEQ_LEN][PE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {" in text
+        or "static const double pe[" in text
+    )
     assert "command: posenc generate -n 100 -d 37" in text and "-o pe.h" in text
     assert str(workdir) not in text, "absolute build paths make outputs differ between build trees"
     declarations = (workdir / "pair" / "pe.h").read_text()

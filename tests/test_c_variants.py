@@ -39,21 +39,30 @@ int main()
 }
 """
 
-ALIGNED_DUMP = DUMP_BYTES.replace(
-    "    printf(\"\\n\");\n", "    printf(\"\\n%lu\\n\", (unsigned long)p % ALIGN);\n"
-)
+ALIGNED_DUMP = DUMP_BYTES.replace('    printf("\\n");\n', '    printf("\\n%lu\\n", (unsigned long)p % ALIGN);\n')
 
 # (id, extra posenc arguments, dtype whose .npy holds the expected bytes, compilers as (compiler, language, std))
-C99_UP = [("gcc", "c", "c99"), ("gcc", "c", "c11"), ("clang", "c", "c99"), ("clang", "c", "c11"),
-          ("g++", "c++", "c++11"), ("g++", "c++", "c++17"), ("clang++", "c++", "c++11"), ("clang++", "c++", "c++17")]
+C99_UP = [
+    ("gcc", "c", "c99"),
+    ("gcc", "c", "c11"),
+    ("clang", "c", "c99"),
+    ("clang", "c", "c11"),
+    ("g++", "c++", "c++11"),
+    ("g++", "c++", "c++17"),
+    ("clang++", "c++", "c++11"),
+    ("clang++", "c++", "c++17"),
+]
 VARIANTS = [
     ("q15", ["--dtype", "q15"], C99_UP + [("gcc", "c", "c89"), ("clang", "c", "c89")]),
     ("q7", ["--dtype", "q7"], C99_UP),
     ("int8", ["--dtype", "int8", "--scale", "0.0078125", "--zero-point", "-3"], C99_UP),
     ("float16-bits", ["--dtype", "float16"], C99_UP),
     ("bfloat16-bits", ["--dtype", "bfloat16"], C99_UP),
-    ("float16-native", ["--dtype", "float16", "--c-half-type", "_Float16"],
-     [("gcc", "c", "c99"), ("gcc", "c", "c11"), ("g++", "c++", "c++17")]),  # clang 14 lacks _Float16 on x86-64
+    (
+        "float16-native",
+        ["--dtype", "float16", "--c-half-type", "_Float16"],
+        [("gcc", "c", "c99"), ("gcc", "c", "c11"), ("g++", "c++", "c++17")],
+    ),  # clang 14 lacks _Float16 on x86-64
     ("float32-hex", ["--float-literal", "hex"], [c for c in C99_UP if c[2] != "c++11"]),
     ("float64-hex", ["--dtype", "float64", "--float-literal", "hex"], [c for c in C99_UP if c[2] != "c++11"]),
     ("float32-bits", ["--float-literal", "bits"], C99_UP),
@@ -62,22 +71,37 @@ VARIANTS = [
 
 
 def posenc(*args: str) -> None:
-    result = CliRunner().invoke(cli, ["generate", "-n", str(SEQ_LEN), "-d", str(D_MODEL), "--name", "pe", *args],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["generate", "-n", str(SEQ_LEN), "-d", str(D_MODEL), "--name", "pe", *args], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.stderr
 
 
 def expected_bytes(workdir: Path, args: list[str]) -> str:
-    posenc(*[a for a in args if a not in ("hex", "bits", "_Float16", "__fp16", "--float-literal", "--c-half-type")],
-           "-o", str(workdir / "pe.npy"))
+    posenc(
+        *[a for a in args if a not in ("hex", "bits", "_Float16", "__fp16", "--float-literal", "--c-half-type")],
+        "-o",
+        str(workdir / "pe.npy"),
+    )
     array = np.load(workdir / "pe.npy", allow_pickle=False)
     return array.astype(array.dtype.newbyteorder("<")).tobytes().hex()
 
 
 def build_and_run(compiler: str, lang: str, std: str, source: Path, defines: list[str] = ()) -> str:
     exe = source.with_suffix(f".{compiler}-{std}")
-    cmd = [require_tool(compiler), "-x", lang, f"-std={std}", *WARNINGS, *defines, "-I", str(source.parent),
-           str(source), "-o", str(exe)]
+    cmd = [
+        require_tool(compiler),
+        "-x",
+        lang,
+        f"-std={std}",
+        *WARNINGS,
+        *defines,
+        "-I",
+        str(source.parent),
+        str(source),
+        "-o",
+        str(exe),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, f"{' '.join(cmd)}\n{build.stderr}"
     return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
@@ -101,15 +125,18 @@ def test_int8_header_carries_scale_and_zero_point(tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "using", "standards"),
-    [(["--lang", "c++"], "", ["c++17"]),
-     (["--lang", "c++", "--namespace", "posenc::tables"], "using namespace posenc::tables;", ["c++11", "c++17"]),
-     (["--lang", "c++", "--dtype", "q15", "--align", "32"], "", ["c++17"])],
+    [
+        (["--lang", "c++"], "", ["c++17"]),
+        (["--lang", "c++", "--namespace", "posenc::tables"], "using namespace posenc::tables;", ["c++11", "c++17"]),
+        (["--lang", "c++", "--dtype", "q15", "--align", "32"], "", ["c++17"]),
+    ],
 )
 @pytest.mark.parametrize("compiler", ["g++", "clang++"])
 def test_cxx_header(tmp_path, args, using, standards, compiler):
     posenc(*args, "-o", str(tmp_path / "pe.h"))
-    expected = expected_bytes(tmp_path, [a for a in args if a not in ("--lang", "c++", "--namespace", "posenc::tables",
-                                                                        "--align", "32")])
+    expected = expected_bytes(
+        tmp_path, [a for a in args if a not in ("--lang", "c++", "--namespace", "posenc::tables", "--align", "32")]
+    )
     text = (tmp_path / "pe.h").read_text()
     assert "std::size_t PE_SEQ_LEN = 40;" in text and ("constexpr" in text)
     source = tmp_path / "dump.cc"
@@ -120,9 +147,17 @@ def test_cxx_header(tmp_path, args, using, standards, compiler):
 
 
 @pytest.mark.parametrize("align", [16, 64])
-@pytest.mark.parametrize(("compiler", "lang", "std"),
-                         [("gcc", "c", "c89"), ("gcc", "c", "c99"), ("gcc", "c", "c11"), ("clang", "c", "c11"),
-                          ("g++", "c++", "c++11"), ("clang++", "c++", "c++17")])
+@pytest.mark.parametrize(
+    ("compiler", "lang", "std"),
+    [
+        ("gcc", "c", "c89"),
+        ("gcc", "c", "c99"),
+        ("gcc", "c", "c11"),
+        ("clang", "c", "c11"),
+        ("g++", "c++", "c++11"),
+        ("clang++", "c++", "c++17"),
+    ],
+)
 def test_aligned_table_is_aligned(tmp_path, align, compiler, lang, std):
     posenc("--align", str(align), "-o", str(tmp_path / "pe.h"))
     expected = expected_bytes(tmp_path, [])
@@ -144,9 +179,19 @@ def test_section_attribute_hook_places_the_table(tmp_path):
     unit = tmp_path / "uses_table.c"
     unit.write_text(USES_TABLE)
     obj = tmp_path / "u.o"
-    cmd = [ARM_CM4.tool("gcc"), *ARM_CM4.target_flags, "-std=c99", *WARNINGS,
-           '-DPOSENC_TABLE_ATTRIBUTE=__attribute__((section(".pe_tables")))', "-I", str(tmp_path), "-c", str(unit),
-           "-o", str(obj)]
+    cmd = [
+        ARM_CM4.tool("gcc"),
+        *ARM_CM4.target_flags,
+        "-std=c99",
+        *WARNINGS,
+        '-DPOSENC_TABLE_ATTRIBUTE=__attribute__((section(".pe_tables")))',
+        "-I",
+        str(tmp_path),
+        "-c",
+        str(unit),
+        "-o",
+        str(obj),
+    ]
     subprocess.run(cmd, check=True, capture_output=True)
     assert table_bytes(obj, "pe", ARM_CM4, tmp_path).section == ".pe_tables"
 
@@ -167,8 +212,19 @@ def test_native_fp16_on_cortex_m4(tmp_path):
     unit = tmp_path / "uses_table.c"
     unit.write_text(USES_TABLE)
     obj = tmp_path / "fp16.o"
-    cmd = [ARM_CM4.tool("gcc"), *ARM_CM4.target_flags, "-mfp16-format=ieee", "-std=c99", *WARNINGS,
-           "-I", str(tmp_path), "-c", str(unit), "-o", str(obj)]
+    cmd = [
+        ARM_CM4.tool("gcc"),
+        *ARM_CM4.target_flags,
+        "-mfp16-format=ieee",
+        "-std=c99",
+        *WARNINGS,
+        "-I",
+        str(tmp_path),
+        "-c",
+        str(unit),
+        "-o",
+        str(obj),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0 and not build.stderr, build.stderr
     assert table_bytes(obj, "pe", ARM_CM4, tmp_path).data.hex() == expected_bytes(tmp_path, ["--dtype", "float16"])
@@ -176,13 +232,15 @@ def test_native_fp16_on_cortex_m4(tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "option", "fragment"),
-    [(["--align", "3"], "--align", "power of two"),
-     (["--namespace", "tables"], "--namespace", "needs lang c++"),
-     (["--lang", "c++", "--namespace", "a::1b"], "--namespace", "C identifier"),
-     (["--c-half-type", "_Float16"], "--c-half-type", "float16 tables"),
-     (["--dtype", "q15", "--float-literal", "hex"], "--float-literal", "float32 and float64"),
-     (["--progmem", "--dtype", "float64"], "--progmem", "double is 32 bits"),
-     (["--progmem", "--lang", "c++"], "--progmem", "needs lang c")],
+    [
+        (["--align", "3"], "--align", "power of two"),
+        (["--namespace", "tables"], "--namespace", "needs lang c++"),
+        (["--lang", "c++", "--namespace", "a::1b"], "--namespace", "C identifier"),
+        (["--c-half-type", "_Float16"], "--c-half-type", "float16 tables"),
+        (["--dtype", "q15", "--float-literal", "hex"], "--float-literal", "float32 and float64"),
+        (["--progmem", "--dtype", "float64"], "--progmem", "double is 32 bits"),
+        (["--progmem", "--lang", "c++"], "--progmem", "needs lang c"),
+    ],
 )
 def test_bad_c_options_exit_2(tmp_path, args, option, fragment):
     result = CliRunner().invoke(cli, ["generate", "-n", "4", "-d", "4", *args, "-o", str(tmp_path / "pe.h")])
@@ -222,8 +280,10 @@ const void *table_seen_by_other_unit(void) { return &pe[0][0]; }
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "q15"])
-@pytest.mark.parametrize(("compiler", "lang", "std"),
-                         [("gcc", "c", "c99"), ("clang", "c", "c11"), ("g++", "c++", "c++11"), ("clang++", "c++", "c++17")])
+@pytest.mark.parametrize(
+    ("compiler", "lang", "std"),
+    [("gcc", "c", "c99"), ("clang", "c", "c11"), ("g++", "c++", "c++11"), ("clang++", "c++", "c++17")],
+)
 def test_bin_format_links_through_incbin(tmp_path, dtype, compiler, lang, std):
     posenc("--dtype", dtype, "-o", str(tmp_path / "pe.bin"))
     expected = expected_bytes(tmp_path, ["--dtype", dtype])
@@ -231,8 +291,19 @@ def test_bin_format_links_through_incbin(tmp_path, dtype, compiler, lang, std):
     (tmp_path / "main.c").write_text(INCBIN_MAIN)
     (tmp_path / "unit.c").write_text(INCBIN_UNIT)
     exe = tmp_path / "prog"
-    cmd = [require_tool(compiler), "-x", lang, f"-std={std}", *WARNINGS, "-I", str(tmp_path), str(tmp_path / "main.c"),
-           str(tmp_path / "unit.c"), "-o", str(exe)]
+    cmd = [
+        require_tool(compiler),
+        "-x",
+        lang,
+        f"-std={std}",
+        *WARNINGS,
+        "-I",
+        str(tmp_path),
+        str(tmp_path / "main.c"),
+        str(tmp_path / "unit.c"),
+        "-o",
+        str(exe),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)  # the assembler finds pe.bin here
     assert build.returncode == 0, build.stderr
     assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected
@@ -244,16 +315,41 @@ def test_bin_format_on_cortex_m4_and_avr_flash(tmp_path):
     expected = expected_bytes(tmp_path, [])
     for toolchain in (ARM_CM4, AVR_328P):
         obj = tmp_path / f"unit-{toolchain.id}.o"
-        cmd = [toolchain.tool("gcc"), *toolchain.target_flags, "-std=c99", *WARNINGS, f"-Wa,-I{tmp_path}",
-               "-I", str(tmp_path), "-c", str(tmp_path / "unit.c"), "-o", str(obj)]
+        cmd = [
+            toolchain.tool("gcc"),
+            *toolchain.target_flags,
+            "-std=c99",
+            *WARNINGS,
+            f"-Wa,-I{tmp_path}",
+            "-I",
+            str(tmp_path),
+            "-c",
+            str(tmp_path / "unit.c"),
+            "-o",
+            str(obj),
+        ]
         build = subprocess.run(cmd, capture_output=True, text=True)
         assert build.returncode == 0 and not build.stderr, build.stderr
         found = table_bytes(obj, "pe", toolchain, tmp_path)
         assert found.data.hex() == expected and found.alignment >= 16
     posenc("--progmem", "-o", str(tmp_path / "pe.bin"))
     obj = tmp_path / "unit-progmem.o"
-    subprocess.run([AVR_328P.tool("gcc"), *AVR_328P.target_flags, "-std=c99", *WARNINGS, f"-Wa,-I{tmp_path}", "-I",
-                    str(tmp_path), "-c", str(tmp_path / "unit.c"), "-o", str(obj)], check=True)
+    subprocess.run(
+        [
+            AVR_328P.tool("gcc"),
+            *AVR_328P.target_flags,
+            "-std=c99",
+            *WARNINGS,
+            f"-Wa,-I{tmp_path}",
+            "-I",
+            str(tmp_path),
+            "-c",
+            str(tmp_path / "unit.c"),
+            "-o",
+            str(obj),
+        ],
+        check=True,
+    )
     assert table_bytes(obj, "pe", AVR_328P, tmp_path).section == ".progmem.data"
 
 
@@ -271,7 +367,9 @@ def test_parameters_cannot_close_the_provenance_comment(tmp_path):
     """Tables built through the API can carry any text; the C comment must survive it."""
     from posenc_cli import Table, save
 
-    hostile = Table("array", {"pe": np.zeros((2, 2), np.float32)}, {"note": "*/ int broken = ; /* ??/", "x": "\n#error"})
+    hostile = Table(
+        "array", {"pe": np.zeros((2, 2), np.float32)}, {"note": "*/ int broken = ; /* ??/", "x": "\n#error"}
+    )
     save(hostile, tmp_path / "pe.h")
     (tmp_path / "dump.c").write_text(DUMP_BYTES)
     assert build_and_run("gcc", "c", "c99", tmp_path / "dump.c").strip() == "00" * 16

@@ -81,8 +81,11 @@ def test_version_and_help():
 def test_python_dash_m_and_console_script_work(tmp_path):
     result = subprocess.run([sys.executable, "-m", "posenc_cli", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__}"
-    bad = subprocess.run([sys.executable, "-m", "posenc_cli", "generate", "-n", "0", "-d", "2", "-o",
-                          str(tmp_path / "x.npy")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "posenc_cli", "generate", "-n", "0", "-d", "2", "-o", str(tmp_path / "x.npy")],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and bad.stdout == ""
 
 
@@ -146,7 +149,9 @@ def test_directory_without_write_permission_exits_1(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
-    script = f"from posenc_cli.cli import main; main(['generate', '-n', '8', '-d', '8', '-o', {str(locked / 'pe.h')!r}])"
+    script = (
+        f"from posenc_cli.cli import main; main(['generate', '-n', '8', '-d', '8', '-o', {str(locked / 'pe.h')!r}])"
+    )
     command = [sys.executable, "-c", script]
     if os.geteuid() == 0:
         command = [require_tool("setpriv"), "--bounding-set=-dac_override,-dac_read_search", "--", *command]
@@ -186,8 +191,9 @@ def _run_on_a_terminal(args: list[str]) -> tuple[int, str]:
 
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "COLUMNS": "100"}
-    proc = subprocess.Popen([sys.executable, "-m", "posenc_cli", *args], stderr=follower, stdout=subprocess.DEVNULL,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "posenc_cli", *args], stderr=follower, stdout=subprocess.DEVNULL, env=env
+    )
     os.close(follower)
     shown = b""
     while True:

@@ -30,7 +30,7 @@ def bfloat16_bits(z: mpmath.mpf) -> int:
     start = int(np.array(ml_dtypes.bfloat16(float(z))).view(np.uint16))
     cands = [c for c in (start, start + 1, start - 1) if 0 <= c <= 0xFFFF]
     values = [float(np.array(c, np.uint16).view(ml_dtypes.bfloat16)) for c in cands]
-    scored = sorted((abs(mpmath.mpf(v) - z), c & 1, c) for c, v in zip(cands, values) if math.isfinite(v))
+    scored = sorted((abs(mpmath.mpf(v) - z), c & 1, c) for c, v in zip(cands, values, strict=True) if math.isfinite(v))
     assert scored[1][0] > scored[0][0], "a tie: cannot happen for transcendental values"
     return scored[0][2]
 
@@ -68,8 +68,15 @@ def test_sampled_entries_are_the_exact_value_rounded_once(element, d_model, base
     rng = random.Random(f"{element}{d_model}")
     starts = [0, 1000, 99_990, 2**24 - 8] + [rng.randrange(0, 2**24) for _ in range(3)]
     for start in starts:
-        block = sinusoidal_rows(start, start + 4, d_model, base=base, dtype=element.name, scale=element.scale,
-                                zero_point=None if element.name != "int8" else element.zero_point)
+        block = sinusoidal_rows(
+            start,
+            start + 4,
+            d_model,
+            base=base,
+            dtype=element.name,
+            scale=element.scale,
+            zero_point=None if element.name != "int8" else element.zero_point,
+        )
         assert block.dtype == element.storage
         for r in range(4):
             for j in rng.sample(range(d_model), 12):

@@ -29,7 +29,20 @@ def random_floats(dtype: str, shape: tuple[int, int], seed: int = 0) -> np.ndarr
     utype = np.dtype(f"u{bits // 8}")
     raw = rng.integers(0, 2**bits - 1, size=shape, dtype=utype, endpoint=True).view(dtype)
     raw[~np.isfinite(raw)] = 0.5
-    edge = np.array([0.0, -0.0, 1.0, -1.0, 1e-5, 0.1, np.finfo(dtype).tiny, np.finfo(dtype).max, np.finfo(dtype).smallest_subnormal], dtype)
+    edge = np.array(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            1e-5,
+            0.1,
+            np.finfo(dtype).tiny,
+            np.finfo(dtype).max,
+            np.finfo(dtype).smallest_subnormal,
+        ],
+        dtype,
+    )
     raw.flat[: edge.size] = edge
     return raw
 
@@ -53,7 +66,7 @@ def test_two_writes_give_identical_bytes(tmp_path, fmt):
     for run in ("a", "b"):
         (tmp_path / run).mkdir()
         paths.append(posenc_cli.save(table, tmp_path / run / f"pe{FORMATS[fmt].suffixes[0]}"))
-    for first, second in zip(*paths):
+    for first, second in zip(*paths, strict=True):
         assert first.read_bytes() == second.read_bytes()
 
 
@@ -62,7 +75,13 @@ def test_h5_keeps_kind_and_parameters(tmp_path):
     posenc_cli.save(posenc_cli.generate(16, 8, base=500.0, dtype="float64"), path, name="table")
     back = posenc_cli.load(path)
     assert back.kind == "sinusoidal"
-    assert dict(back.params) == {"seq_len": 16, "d_model": 8, "base": 500.0, "dtype": "float64", "layout": "interleaved"}
+    assert dict(back.params) == {
+        "seq_len": 16,
+        "d_model": 8,
+        "base": 500.0,
+        "dtype": "float64",
+        "layout": "interleaved",
+    }
     assert list(back.arrays) == ["table"]
     import h5py
 
@@ -153,8 +172,15 @@ def test_registry_drives_suffix_inference():
 
 @pytest.mark.parametrize(
     ("path", "name"),
-    [("pe.h", "pe"), ("out/pos-enc.v2.h", "pos_enc_v2"), ("2048x512.npy", "pe_2048x512"), ("int.h", "int_"),
-     ("__x__.c", "x"), ("Ünïcode.h", "n_code"), ("-.h", "pe")],
+    [
+        ("pe.h", "pe"),
+        ("out/pos-enc.v2.h", "pos_enc_v2"),
+        ("2048x512.npy", "pe_2048x512"),
+        ("int.h", "int_"),
+        ("__x__.c", "x"),
+        ("Ünïcode.h", "n_code"),
+        ("-.h", "pe"),
+    ],
 )
 def test_default_name_is_a_valid_identifier(path, name):
     assert name_from_path(path) == name

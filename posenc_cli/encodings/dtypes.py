@@ -143,16 +143,19 @@ def _is_midpoint(y: np.ndarray, rounded: np.ndarray) -> np.ndarray:
     that type's next value towards ``y`` (the midpoint is exact in float64)."""
     back = rounded.astype(np.float64)
     towards = np.nextafter(rounded, np.where(y > back, np.inf, -np.inf).astype(rounded.dtype))
-    return (y != back) & (y == (back + towards.astype(np.float64)) / 2)
+    midpoint: np.ndarray = (y != back) & (y == (back + towards.astype(np.float64)) / 2)
+    return midpoint
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
-    return np.trunc(x + np.copysign(0.5, x))
+    rounded: np.ndarray = np.trunc(x + np.copysign(0.5, x))
+    return rounded
 
 
 def _saturate(x: np.ndarray, storage: np.dtype) -> np.ndarray:
     info = np.iinfo(storage)
-    return np.clip(x, info.min, info.max).astype(storage)
+    saturated: np.ndarray = np.clip(x, info.min, info.max).astype(storage)
+    return saturated
 
 
 def _bfloat16_bits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +177,8 @@ def _bfloat16_bits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _is_bfloat16_midpoint(mag: np.ndarray) -> np.ndarray:
-    return (mag & np.uint64((1 << 45) - 1)) == np.uint64(1 << 44)
+    midpoint: np.ndarray = (mag & np.uint64((1 << 45) - 1)) == np.uint64(1 << 44)
+    return midpoint
 
 
 # ------------------------------------------------------------------------------------------- exact (Fraction)
@@ -182,7 +186,8 @@ def _nearest(q: Fraction, dtype: np.dtype) -> np.floating:
     from posenc_cli.encodings._exact import nearest_bits
 
     bits_type = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
-    return np.array(nearest_bits(q, dtype), bits_type).view(dtype)[()]  # type: ignore[no-any-return]
+    nearest: np.floating = np.array(nearest_bits(q, dtype), bits_type).view(dtype)[()]  # type: ignore[assignment]
+    return nearest
 
 
 def _nearest_bfloat16_bits(q: Fraction) -> int:

@@ -64,7 +64,7 @@ _T = (1 / 24, -1 / 720, 1 / 40320)  # cos d - 1 = -d**2 / 2 + d**4 * T(d**2)
 _ERR32, _ERR64, _FLOOR = 2.0**-49, 2.0**-75, 2.0**-1060
 _CHUNK = 1 << 15  # entries per work chunk: the float64 temporaries stay in L2
 _KERNEL_BATCH = 1 << 15  # kernel evaluations per call (amortises NumPy's per-call overhead)
-_CACHED_TABLE = 1 << 19  # offset tables up to this many entries are cached (4 MiB a table); larger ones are rebuilt per call
+_CACHED_TABLE = 1 << 19  # offset tables up to this many entries are cached (4 MiB each); larger ones: rebuilt per call
 _PARALLEL_MIN = 1 << 20  # entries from which two threads pay off
 
 

@@ -61,24 +61,50 @@ def c_element(table: Table, options: WriteOptions) -> CElement:
         if options.float_literal == "decimal":
             return CElement(ctype, (), "C89", "", decimal(name, suffix))
         if options.float_literal == "hex":
-            return CElement(ctype, (), "C99 or C++17 (hexadecimal floating literals)", "",
-                            per_value(lambda v: _hex_float(float(v)) + suffix.decode()))
+            return CElement(
+                ctype,
+                (),
+                "C99 or C++17 (hexadecimal floating literals)",
+                "",
+                per_value(lambda v: _hex_float(float(v)) + suffix.decode()),
+            )
         width = 8 if name == "float32" else 16
         bits = "uint32_t" if name == "float32" else "uint64_t"
-        return CElement(bits, ("<stdint.h>",), "C99 or C++11", f"IEEE {name} bit patterns: memcpy them into a {ctype}",
-                        _bits(width, comment=False))
+        return CElement(
+            bits,
+            ("<stdint.h>",),
+            "C99 or C++11",
+            f"IEEE {name} bit patterns: memcpy them into a {ctype}",
+            _bits(width, comment=False),
+        )
     if name == "float16":
         if options.half_type:
-            return CElement(options.half_type, (), f"GCC or Clang with {options.half_type} on this target", "",
-                            per_value(lambda v: float32_text(np.float32(v)) + "f"), prefix="__extension__ ")
-        return CElement("uint16_t", ("<stdint.h>",), "C99 or C++11",
-                        "IEEE binary16 bit patterns: memcpy into _Float16/__fp16, or convert with a half-to-float routine",
-                        _bits(4, comment=True), per_line=4)
+            return CElement(
+                options.half_type,
+                (),
+                f"GCC or Clang with {options.half_type} on this target",
+                "",
+                per_value(lambda v: float32_text(np.float32(v)) + "f"),
+                prefix="__extension__ ",
+            )
+        return CElement(
+            "uint16_t",
+            ("<stdint.h>",),
+            "C99 or C++11",
+            "IEEE binary16 bit patterns: memcpy into _Float16/__fp16, or convert with a half-to-float routine",
+            _bits(4, comment=True),
+            per_line=4,
+        )
     if name == "bfloat16":
-        return CElement("uint16_t", ("<stdint.h>",), "C99 or C++11",
-                        "bfloat16 bit patterns: the float is the pattern shifted left by 16 "
-                        "(uint32_t u = (uint32_t)v << 16; memcpy(&f, &u, 4);)",
-                        _bits(4, comment=True, bfloat16=True), per_line=4)
+        return CElement(
+            "uint16_t",
+            ("<stdint.h>",),
+            "C99 or C++11",
+            "bfloat16 bit patterns: the float is the pattern shifted left by 16 "
+            "(uint32_t u = (uint32_t)v << 16; memcpy(&f, &u, 4);)",
+            _bits(4, comment=True, bfloat16=True),
+            per_line=4,
+        )
     if name in ("q15", "q7", "int8"):
         ctype = "int16_t" if name == "q15" else "int8_t"
         reading = {
@@ -108,7 +134,7 @@ def _bits(width: int, *, comment: bool, bfloat16: bool = False) -> Spell:
             for pattern, value in zip(raw.tolist(), row, strict=True):
                 text = f"0x{pattern:0{width}X}"
                 if comment:
-                    real = np.array(pattern << 16, np.uint32).view(np.float32) if bfloat16 else np.float32(value)
+                    real = np.uint32(pattern << 16).view(np.float32) if bfloat16 else np.float32(value)
                     text += f" /* {float32_text(real)} */"
                 texts.append(text)
             rows.append(texts)

@@ -52,7 +52,6 @@ from ..errors import FormatError, PosencWarning, SpecError
 from ..table import Table
 from ._blocks import row_blocks
 from ._ctypes import CElement, c_element
-from ._text import join_rows
 from .options import WriteOptions
 
 #: Initializer size above which posenc suggests --format bin (measured: ~1 s of compile time per MiB).
@@ -174,17 +173,22 @@ def dump_incbin_header(table: Table, fp: BinaryIO, options: WriteOptions) -> Non
     fp.write(_c_preamble(table, options, element, attribute=False).encode("ascii"))
     section = ".progmem.data" if options.progmem else ".rodata"
     align = max(options.align or 1, table.array.dtype.itemsize, 16)
-    asm = [f".section {section}", f".balign {align}", f".global {options.name}", f".type {options.name}, %object",
-           f"{options.name}:", f'.incbin \\"{_c_string(binary)}\\"', f".size {options.name}, . - {options.name}",
-           ".previous"]
+    asm = [
+        f".section {section}",
+        f".balign {align}",
+        f".global {options.name}",
+        f".type {options.name}, %object",
+        f"{options.name}:",
+        f'.incbin \\"{_c_string(binary)}\\"',
+        f".size {options.name}, . - {options.name}",
+        ".previous",
+    ]
     fp.write(
         (
             '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
             f"{element.prefix}extern const {element.ctype} {_declarator(options)};\n\n"
             "#ifdef __cplusplus\n}\n#endif\n\n"
-            f"#ifdef {upper}_INCBIN\n__asm__(\n"
-            + "".join(f'    "{line}\\n"\n' for line in asm)
-            + ");\n#endif\n\n"
+            f"#ifdef {upper}_INCBIN\n__asm__(\n" + "".join(f'    "{line}\\n"\n' for line in asm) + ");\n#endif\n\n"
             f"#endif /* {guard} */\n"
         ).encode("ascii")
     )
@@ -209,8 +213,9 @@ def _check(table: Table, options: WriteOptions, *, pair: bool = False) -> CEleme
     if array.ndim != 2 or 0 in array.shape:
         raise FormatError(f"C output holds 2-D tables with at least one row and column, got shape {array.shape}")
     if pair and options.lang != "c":
-        raise SpecError("lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too",
-                        param="lang")
+        raise SpecError(
+            "lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too", param="lang"
+        )
     if options.progmem and table.params.get("dtype") == "float64":
         raise SpecError("progmem is for AVR, where double is 32 bits: use dtype float32", param="progmem")
     return c_element(table, options)
@@ -269,7 +274,8 @@ def _cxx_preamble(table: Table, options: WriteOptions, element: CElement) -> str
     if options.namespace:
         text += "".join(f"namespace {part} {{\n" for part in _namespaces(options)) + "\n"
     qualifiers = "constexpr" if options.namespace else "inline constexpr"
-    text += f"{qualifiers} std::size_t {upper}_SEQ_LEN = {shape[0]};\n{qualifiers} std::size_t {upper}_D_MODEL = {shape[1]};\n"
+    text += f"{qualifiers} std::size_t {upper}_SEQ_LEN = {shape[0]};\n"
+    text += f"{qualifiers} std::size_t {upper}_D_MODEL = {shape[1]};\n"
     if "scale" in table.params:
         text += f"{qualifiers} float {upper}_SCALE = {float(table.params['scale'])!r}f;\n"
         text += f"{qualifiers} int {upper}_ZERO_POINT = {table.params['zero_point']};\n"
@@ -292,14 +298,21 @@ def _comment(table: Table, options: WriteOptions, element: CElement, extra: list
         lines.append(f"Values: {element.reading}.")
     if options.float_literal == "decimal" and element.ctype in ("float", "double"):
         lines.append("Each literal reads back to the identical value (shortest round-trip decimal).")
-    needs = "C++17" if options.lang == "c++" and not options.namespace else "C++11" if options.lang == "c++" else element.needs
+    needs = (
+        "C++17"
+        if options.lang == "c++" and not options.namespace
+        else "C++11"
+        if options.lang == "c++"
+        else element.needs
+    )
     if options.progmem:
         needs = f"avr-gcc with avr-libc ({needs})"
     lines.append(f"Needs: {needs}.")
     if options.progmem:
         lines += [
             f"AVR flash: read values with pgm_read_{'float' if element.ctype == 'float' else 'word'}"
-            f"(&{options.name}[pos][i]); past the first 64 KiB of flash use pgm_get_far_address() and the _far readers.",
+            f"(&{options.name}[pos][i]); past the first 64 KiB of flash use pgm_get_far_address()",
+            "and the _far readers.",
         ]
     lines += extra or []
     body = "".join(f" * {_comment_safe(line)}".rstrip() + "\n" for line in lines)

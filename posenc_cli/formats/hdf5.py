@@ -44,7 +44,9 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     with h5py.File(fp, "w", libver="earliest", track_order=False) as f:
         for key, array in table.arrays.items():
             ds = f.create_dataset(
-                options.name if single else key, shape=array.shape, dtype=array.dtype.newbyteorder("<"),
+                options.name if single else key,
+                shape=array.shape,
+                dtype=array.dtype.newbyteorder("<"),
                 track_times=False,
             )
             for attr in sorted(attrs):
@@ -76,7 +78,9 @@ def load(fp: BinaryIO) -> Table:
             if not names:
                 raise FormatError("the HDF5 file holds no dataset at its root")
             if len(names) > MAX_DATASETS:
-                raise FormatError(f"the HDF5 file holds {len(names)} datasets, more than the {MAX_DATASETS} posenc reads")
+                raise FormatError(
+                    f"the HDF5 file holds {len(names)} datasets, more than the {MAX_DATASETS} posenc reads"
+                )
             arrays: dict[str, np.ndarray] = {}
             params: dict[str, Param] = {}
             kind = "array"

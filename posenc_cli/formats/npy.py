@@ -122,6 +122,5 @@ def load(fp: BinaryIO) -> Table:
         raise FormatError(f"truncated .npy file: the header promises {need} bytes of data, found {have}")
     fp.seek(start)
     data = fp.read(need)
-    order = "F" if fortran else "C"
-    array = np.frombuffer(data, dtype).reshape(shape, order=order)
+    array = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
     return Table("array", {"pe": array.astype(dtype.newbyteorder("="), order="C")})

@@ -81,8 +81,11 @@ class WriteOptions:
             for part in self.namespace.split("::"):
                 check_name(part, param="namespace")
         if self.align is not None and (
-            isinstance(self.align, bool) or not isinstance(self.align, int) or self.align < 1
-            or self.align & (self.align - 1) or self.align > 4096
+            isinstance(self.align, bool)
+            or not isinstance(self.align, int)
+            or self.align < 1
+            or self.align & (self.align - 1)
+            or self.align > 4096
         ):
             raise SpecError(f"align must be a power of two from 1 to 4096, got {self.align!r}", param="align")
         if self.float_literal not in FLOAT_LITERALS:
@@ -91,7 +94,9 @@ class WriteOptions:
                 param="float_literal",
             )
         if self.half_type is not None and self.half_type not in HALF_TYPES:
-            raise SpecError(f"half_type must be one of {', '.join(HALF_TYPES)}, got {self.half_type!r}", param="half_type")
+            raise SpecError(
+                f"half_type must be one of {', '.join(HALF_TYPES)}, got {self.half_type!r}", param="half_type"
+            )
         if self.progmem and self.lang != "c":
             raise SpecError("progmem is for AVR C (avr-libc); it needs lang c", param="progmem")
 
@@ -116,7 +121,9 @@ def check_name(name: str, *, param: str = "name") -> str:
     if not isinstance(name, str) or not _IDENTIFIER.match(name) or len(name) > MAX_NAME:
         raise SpecError(f"{param} must be {allowed}, got {name!r}", param=param)
     if "__" in name:
-        raise SpecError(f"{param} must be {allowed} (a double underscore is reserved in C/C++), got {name!r}", param=param)
+        raise SpecError(
+            f"{param} must be {allowed} (a double underscore is reserved in C/C++), got {name!r}", param=param
+        )
     if name in KEYWORDS:
         raise SpecError(f"{param} must be {allowed}; {name!r} is a keyword", param=param)
     return name
