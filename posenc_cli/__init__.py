@@ -9,7 +9,7 @@ The Python API (the CLI ``posenc`` is a thin layer over it)::
 """
 
 from ._version import __version__
-from .api import generate, load, plan, save
+from .api import alibi, generate, load, plan, save
 from .encodings import sinusoidal
 from .errors import FormatError, OutputError, PosencError, SpecError
 from .formats import FORMATS
@@ -23,6 +23,7 @@ __all__ = [
     "SpecError",
     "Table",
     "__version__",
+    "alibi",
     "generate",
     "load",
     "plan",

@@ -24,7 +24,9 @@ from typing import Union
 import numpy as np
 
 from . import _atomic
+from .encodings import alibi as alibi_encoding
 from .encodings import check_params, sinusoidal, sinusoidal_rows
+from .encodings.dtypes import ElementType
 from .errors import FormatError, SpecError
 from .formats import FORMATS, Format, WriteOptions, by_name, infer
 from .formats.options import check_name, name_from_path
@@ -35,7 +37,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: The keyword arguments of :func:`save` that shape C output.
 C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
-__all__ = ["Output", "generate", "load", "plan", "save", "sinusoidal"]
+__all__ = ["Output", "alibi", "generate", "load", "plan", "save", "sinusoidal"]
 
 
 def generate(
@@ -88,6 +90,37 @@ def generate(
     return Table("sinusoidal", {"pe": array}, params)
 
 
+def alibi(
+    heads: int,
+    seq_len: int | None = None,
+    *,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+) -> Table:
+    """ALiBi slopes (and, with ``seq_len``, the bias matrix) as a :class:`Table` of kind ``"alibi"``.
+
+    Arrays ``slopes`` (heads,) and ``bias`` (heads, seq_len) = ``slope[h] * j``, HF BLOOM's ``build_alibi_tensor``
+    for an all-ones mask; see :mod:`posenc_cli.encodings.alibi` for the slopes' rule and the exactness argument.
+
+    Examples
+    --------
+    >>> t = alibi(6, 4)
+    >>> t.arrays["slopes"].tolist(), t.arrays["bias"][0].tolist()
+    ([0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125], [0.0, 0.25, 0.5, 0.75])
+    """
+    heads, seq_len = alibi_encoding.check(heads, seq_len)
+    element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    arrays = alibi_encoding.slopes_and_bias(heads, seq_len, element)
+    params: dict[str, Param] = {"heads": heads, "dtype": element.name}
+    if seq_len is not None:
+        params["seq_len"] = seq_len
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    axes = {"slopes": ("heads",), "bias": ("heads", "seq_len")}
+    return Table("alibi", arrays, params, {key: axes[key] for key in arrays})
+
+
 @dataclass(frozen=True)
 class Output:
     """Where and how a table will be written: the format, the table's name and every file it makes."""
@@ -133,6 +166,7 @@ def save(
     name: str | None = None,
     header: bool = True,
     command: str | None = None,
+    part: str | None = None,
     **c_options: object,
 ) -> list[Path]:
     """Write ``table`` (or a bare 2-D array) to ``path`` atomically; return every path written.
@@ -152,6 +186,9 @@ def save(
         CSV: write the ``d0,d1,...`` header row.
     command : str, optional
         The command line recorded in C provenance comments.
+    part : str, optional
+        Write only this array of a table that holds several (``cos`` of a RoPE table); formats that hold one array
+        (npy, csv) need it for such tables.
     **c_options
         C outputs: ``lang``, ``namespace``, ``align``, ``progmem``, ``float_literal``, ``half_type``, as
         :class:`~posenc_cli.formats.options.WriteOptions` documents them.
@@ -163,7 +200,18 @@ def save(
     """
     if not isinstance(table, Table):
         table = Table.from_array(np.asarray(table))
+    if part is not None:
+        try:
+            table = table.part(part)
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), param="part") from None
     out = plan(path, format=format, name=name)
+    if out.format.single and len(table.arrays) > 1:
+        raise SpecError(
+            f"this {table.kind} table holds {len(table.arrays)} arrays ({', '.join(table.arrays)}) and {out.format.name} "
+            "holds one: pick one with --part (part= in the API), or write npz, h5 or C, which hold them all",
+            param="part",
+        )
     companion = out.format.companion
     if companion is not None and companion.when is not None and not companion.when(table):
         out = dataclasses.replace(out, paths=out.paths[:1])
@@ -171,7 +219,12 @@ def save(
     if unknown:
         raise SpecError(f"unknown option {unknown[0]!r}; save takes {', '.join(sorted(C_OPTIONS))}", param=unknown[0])
     options = WriteOptions(
-        name=out.name, header=header, command=command, filename=out.paths[0].name, **c_options  # type: ignore[arg-type]
+        name=out.name,
+        header=header,
+        command=command,
+        filename=out.paths[0].name,
+        group=name,
+        **c_options,  # type: ignore[arg-type]
     )
     with _atomic.atomic_outputs(out.paths) as files:
         out.format.dump(table, files[0], options)

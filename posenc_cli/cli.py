@@ -18,7 +18,7 @@ import os
 import shlex
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -99,27 +99,100 @@ def cli() -> None:
     """
 
 
+def _element_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--dtype, --scale, --zero-point: the element type of every command's output."""
+    f = click.option(
+        "--zero-point", "zero_point", type=int, help="int8 only: the integer that stands for 0.0.  [default: 0]"
+    )(f)
+    f = click.option("--scale", type=float, help="int8 only: the real value of one quantisation step.")(f)
+    return click.option("--dtype", type=click.Choice(DTYPES), default="float32", help="Output element type.")(f)
+
+
+def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Where and how to write: the same options on every command that writes a table."""
+    options = [
+        click.option("-o", "--output", required=True, type=str, help="Output file; its suffix picks the format."),
+        click.option(
+            "-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP})."
+        ),
+        click.option(
+            "--name", help="C symbol / HDF5 dataset (or group) name.  [default: output stem as a C identifier]"
+        ),
+        click.option("--part", help="Write only this array of a table that holds several (npy and csv need it)."),
+        click.option("--header/--no-header", default=True, help="CSV: write the d0,d1,... header row."),
+        click.option(
+            "--lang", type=click.Choice(["c", "c++"]), default="c", help="C headers: C (also valid C++) or C++."
+        ),
+        click.option("--namespace", help="C++: put the table in this namespace (constexpr, C++11)."),
+        click.option("--align", type=int, help="C: align the table to N bytes (a power of two)."),
+        click.option("--progmem", is_flag=True, help="C: put the table in AVR flash (PROGMEM)."),
+        click.option(
+            "--float-literal",
+            "float_literal",
+            type=click.Choice(["decimal", "hex", "bits"]),
+            default="decimal",
+            help="C float tables: shortest decimals (C89), hex floats (C99/C++17) or bit patterns.",
+        ),
+        click.option(
+            "--c-half-type",
+            "half_type",
+            type=click.Choice(["_Float16", "__fp16"]),
+            help="C float16 tables: native literals of this type.  [default: uint16_t bit patterns]",
+        ),
+        click.option("-v", "--verbose", is_flag=True, help="Say what was written (on stderr)."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes, even on a terminal."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+_C_OPTIONS = ("lang", "namespace", "align", "progmem", "float_literal", "half_type")
+
+
+def _write(ctx: click.Context, make: Callable[[], Table]) -> None:
+    """Check the output options, build the table (lazily where it can), write it, report."""
+    p = ctx.params
+    c_options: dict[str, object] = {key: p[key] for key in _C_OPTIONS}
+    WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
+    out = api.plan(p["output"], format=p["format_"], name=p["name"])
+    table = make()
+    if p["part"] is not None:
+        table = _checked_part(table, p["part"])
+    command = _canonical_command(ctx, out.name)
+    with _progress(table, out.format.text, p["quiet"]) as shown, warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", PosencWarning)
+        written = api.save(
+            shown,
+            p["output"],
+            format=p["format_"],
+            name=p["name"] and out.name,
+            header=p["header"],
+            command=command,
+            **c_options,
+        )
+    if not p["quiet"]:
+        for note in notes:
+            click.echo(f"Note: {note.message}", err=True)
+    if p["verbose"]:
+        shapes = ", ".join(" x ".join(map(str, a.shape)) for a in table.arrays.values())
+        for path in written:
+            _say(f"wrote {path} ({out.format.name}, {shapes} {p['dtype']}, {path.stat().st_size:,} bytes)")
+
+
+def _checked_part(table: Table, part: str) -> Table:
+    try:
+        return table.part(part)
+    except KeyError as exc:
+        raise SpecError(str(exc.args[0]), param="part") from None
+
+
 @cli.command(context_settings={"show_default": True})
 @click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Number of positions (rows).")
 @click.option("-d", "--d-model", "d_model", required=True, type=int, help="Model dimension (columns).")
 @click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="float32", help="Output element type.")
-@click.option("--scale", type=float, help="int8 only: the real value of one quantisation step.")
-@click.option("--zero-point", "zero_point", type=int, help="int8 only: the integer that stands for 0.0.  [default: 0]")
-@click.option("-o", "--output", required=True, type=str, help="Output file; its suffix picks the format.")
-@click.option("-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP}).")
-@click.option("--name", help="C symbol / HDF5 dataset name.  [default: output stem as a C identifier]")
-@click.option("--header/--no-header", default=True, help="CSV: write the d0,d1,... header row.")
-@click.option("--lang", type=click.Choice(["c", "c++"]), default="c", help="C headers: C (also valid C++) or C++.")
-@click.option("--namespace", help="C++: put the table in this namespace (constexpr, C++11).")
-@click.option("--align", type=int, help="C: align the table to N bytes (a power of two).")
-@click.option("--progmem", is_flag=True, help="C: put the table in AVR flash (PROGMEM).")
-@click.option("--float-literal", "float_literal", type=click.Choice(["decimal", "hex", "bits"]), default="decimal",
-              help="C float tables: shortest decimals (C89), hex floats (C99/C++17) or bit patterns.")
-@click.option("--c-half-type", "half_type", type=click.Choice(["_Float16", "__fp16"]),
-              help="C float16 tables: native literals of this type.  [default: uint16_t bit patterns]")
-@click.option("-v", "--verbose", is_flag=True, help="Say what was written (on stderr).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar, even on a terminal.")
+@_element_options
+@_output_options
 @click.pass_context
 def generate(
     ctx: click.Context,
@@ -129,23 +202,12 @@ def generate(
     dtype: str,
     scale: float | None,
     zero_point: int | None,
-    output: str,
-    format_: str | None,
-    name: str | None,
-    header: bool,
-    lang: str,
-    namespace: str | None,
-    align: int | None,
-    progmem: bool,
-    float_literal: str,
-    half_type: str | None,
-    verbose: bool,
-    quiet: bool,
+    **_: Any,
 ) -> None:
     """Write the sinusoidal table of "Attention Is All You Need".
 
     PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)), for pos = 0 ..
-    seq_len-1; an odd d_model ends with a sine column. float32 values are the exact values correctly rounded.
+    seq_len-1; an odd d_model ends with a sine column. Every value is the exact value correctly rounded.
 
     \b
     Examples:
@@ -155,25 +217,69 @@ def generate(
     """
     with _mapped_errors(ctx):
         check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
-        c_options: dict[str, object] = {"lang": lang, "namespace": namespace, "align": align, "progmem": progmem,
-                     "float_literal": float_literal, "half_type": half_type}
-        WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
-        out = api.plan(output, format=format_, name=name)
-        table = api.generate(
-            seq_len, d_model, base=base, dtype=dtype, scale=scale, zero_point=zero_point, lazy=True
-        )  # streams to the file
-        command = _command(table, out.name, output, format_, header, c_options)
-        with _progress(table, out.format.text, quiet) as shown, warnings.catch_warnings(record=True) as notes:
-            warnings.simplefilter("always", PosencWarning)
-            written = api.save(
-                shown, output, format=format_, name=out.name, header=header, command=command, **c_options
-            )
-    if not quiet:
-        for note in notes:
-            click.echo(f"Note: {note.message}", err=True)
-    if verbose:
-        for path in written:
-            _say(f"wrote {path} ({out.format.name}, {seq_len} x {d_model} {dtype}, {path.stat().st_size:,} bytes)")
+        _write(
+            ctx,
+            lambda: api.generate(
+                seq_len,
+                d_model,
+                base=base,
+                dtype=dtype,
+                scale=scale,
+                zero_point=zero_point,
+                lazy=True,  # streams
+            ),
+        )
+
+
+@cli.command(context_settings={"show_default": True})
+@click.option("-H", "--heads", required=True, type=int, help="Number of attention heads.")
+@click.option("-n", "--seq-len", "seq_len", type=int, help="Key positions of the bias matrix (omit for slopes only).")
+@_element_options
+@_output_options
+@click.pass_context
+def alibi(
+    ctx: click.Context,
+    heads: int,
+    seq_len: int | None,
+    dtype: str,
+    scale: float | None,
+    zero_point: int | None,
+    **_: Any,
+) -> None:
+    """Write ALiBi slopes (Press et al.) and, with --seq-len, the bias matrix slope[h] * j.
+
+    Slopes 2^(-8(h+1)/p) for the largest power of two p <= heads, then every other slope of 2p heads (HF BLOOM
+    build_alibi_tensor). Arrays: slopes (heads), bias (heads, seq_len); every value correctly rounded.
+
+    \b
+    Examples:
+      posenc alibi -H 12 -o slopes.h
+      posenc alibi -H 40 -n 2048 -o alibi.npz
+      posenc alibi -H 40 -n 2048 --part bias -o bias.npy
+    """
+    with _mapped_errors(ctx):
+        _write(ctx, lambda: api.alibi(heads, seq_len, dtype=dtype, scale=scale, zero_point=zero_point))
+
+
+def _canonical_command(ctx: click.Context, name: str) -> str:
+    """The command that reproduces a file, for provenance comments: every option that differs from its default,
+    in declaration order, with the table name resolved and the output by file name only (an absolute build
+    directory in the file would make the same table differ from one build tree to the next)."""
+    words = ["posenc", ctx.command.name or ""]
+    for param in ctx.command.params:
+        value = name if param.name == "name" else ctx.params.get(param.name or "")
+        if param.name in ("verbose", "quiet", "output") or value is None or value is False:
+            continue
+        if param.name not in ("seq_len", "d_model", "heads", "name", "dtype", "base") and value == param.default:
+            continue
+        flag = next(o for o in param.opts if o.startswith("--"))
+        if param.name == "header":
+            if not value:
+                words.append("--no-header")
+            continue
+        words += [flag] if value is True else [flag, repr(value) if isinstance(value, float) else str(value)]
+    words += ["-o", Path(ctx.params["output"]).name]
+    return shlex.join(words)
 
 
 #: Values per second, roughly, on a small machine: a progress bar is shown when the work should take over a second.
@@ -186,8 +292,8 @@ def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
 
     Shown only when stderr is a terminal, ``--quiet`` is not given and the work is expected to take over a second.
     """
-    array = table.array
-    if quiet or not sys.stderr.isatty() or not isinstance(array, RowSource):
+    array = next(iter(table.arrays.values()))
+    if quiet or not sys.stderr.isatty() or len(table.arrays) != 1 or not isinstance(array, RowSource):
         yield table
         return
     if array.size < _VALUES_PER_SECOND[text]:
@@ -206,34 +312,6 @@ def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
             return block
 
         yield Table(table.kind, {key: RowSource(array.shape, array.dtype, rows) for key in table.arrays}, table.params)
-
-
-def _command(
-    table: Table, name: str, output: str, format_: str | None, header: bool, c_options: dict[str, object]
-) -> str:
-    """The canonical command that reproduces a file, for provenance comments.
-
-    The output is recorded by its file name only: an absolute build directory in the file would make the same
-    table differ from one machine or build tree to the next.
-    """
-    p = table.params
-    words = ["posenc", "generate", "-n", str(p["seq_len"]), "-d", str(p["d_model"]), "--base", repr(p["base"])]
-    words += ["--dtype", str(p["dtype"])]
-    if "scale" in p:
-        words += ["--scale", repr(p["scale"]), "--zero-point", str(p["zero_point"])]
-    words += ["--name", name]
-    if format_:
-        words += ["--format", format_]
-    if not header:
-        words.append("--no-header")
-    defaults = {"lang": "c", "float_literal": "decimal", "progmem": False}
-    for key, value in c_options.items():
-        if value is None or value == defaults.get(key):
-            continue
-        option = "--c-half-type" if key == "half_type" else "--" + key.replace("_", "-")
-        words += [option] if value is True else [option, str(value)]
-    words += ["-o", Path(output).name]
-    return shlex.join(words)
 
 
 def main(args: Sequence[str] | None = None, prog_name: str = "posenc") -> None:

@@ -89,6 +89,9 @@ class Table:
         At least one array; ndarrays are made read-only, row sources are kept as they are. Order is kept.
     params : Mapping[str, int | float | str | bool]
         The generating parameters (empty for ``kind="array"``).
+    axes : Mapping[str, tuple[str, ...]]
+        Optional names of each array's axes (``("seq_len", "head_dim")``): writers name dimensions after them
+        (C size macros). See :meth:`axes_of` for the defaults.
 
     Examples
     --------
@@ -101,6 +104,7 @@ class Table:
     kind: str
     arrays: Mapping[str, Array]
     params: Mapping[str, Param] = field(default_factory=dict)
+    axes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.arrays:
@@ -117,12 +121,34 @@ class Table:
             frozen[key] = array
         object.__setattr__(self, "arrays", types.MappingProxyType(frozen))
         object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))
+        for key, names in self.axes.items():
+            if key not in frozen or len(names) != frozen[key].ndim:
+                raise ValueError(f"axes for {key!r} must name each axis of an array of the table")
+        object.__setattr__(self, "axes", types.MappingProxyType(dict(self.axes)))
+
+    def axes_of(self, key: str) -> tuple[str, ...]:
+        """Axis names of ``arrays[key]``: as given, else ``seq_len, d_model`` for 2-D, ``len`` for 1-D, ``dimN``."""
+        if key in self.axes:
+            return self.axes[key]
+        ndim = self.arrays[key].ndim
+        return {2: ("seq_len", "d_model"), 1: ("len",)}.get(ndim, tuple(f"dim{i}" for i in range(ndim)))
+
+    def part(self, key: str) -> Table:
+        """The table reduced to its array ``key`` (parameters kept); ``KeyError`` naming the parts otherwise."""
+        if key not in self.arrays:
+            raise KeyError(f"this {self.kind} table has no part {key!r}; its parts are {', '.join(self.arrays)}")
+        return Table(self.kind, {key: self.arrays[key]}, self.params, {key: self.axes_of(key)})
 
     @property
     def array(self) -> Array:
-        """The table's only array; raises ``ValueError`` when it holds several."""
+        """The table's only array; ``ValueError`` (a :class:`~posenc_cli.errors.FormatError`) when it holds several."""
         if len(self.arrays) != 1:
-            raise ValueError(f"this {self.kind} table holds {len(self.arrays)} arrays: {', '.join(self.arrays)}")
+            from .errors import FormatError
+
+            raise FormatError(
+                f"this {self.kind} table holds {len(self.arrays)} arrays ({', '.join(self.arrays)}) and this format "
+                "holds one: pick one with --part (part= in the API), or write .npz, .h5 or C, which hold them all"
+            )
         return next(iter(self.arrays.values()))
 
     @classmethod

@@ -157,7 +157,7 @@ def test_header_layout(tables):
         "static const float pe[PE_SEQ_LEN][PE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {" in text
         or "static const double pe[" in text
     )
-    assert "command: posenc generate -n 100 -d 37" in text and "-o pe.h" in text
+    assert "command: posenc generate --seq-len 100 --d-model 37" in text and "-o pe.h" in text
     assert str(workdir) not in text, "absolute build paths make outputs differ between build trees"
     declarations = (workdir / "pair" / "pe.h").read_text()
     assert 'extern "C" {' in declarations and "extern const " in declarations

@@ -73,6 +73,8 @@ class Format:
     load: Load | None = None
     companion: Companion | None = None
     text: bool = False
+    #: The format holds a single array: a table of several needs ``part=`` (``--part``).
+    single: bool = False
 
 
 FORMATS: dict[str, Format] = {
@@ -85,6 +87,14 @@ FORMATS: dict[str, Format] = {
         companion=Companion(
             ".json", _lazy("npy", "dump_sidecar"), when=_lazy("npy", "needs_sidecar"), load=_lazy("npy", "load_sidecar")
         ),
+        single=True,
+    ),
+    "npz": Format(
+        "npz",
+        (".npz",),
+        "NumPy .npz: every array of the table, and its parameters",
+        _lazy("npz", "dump"),
+        _lazy("npz", "load"),
     ),
     "h5": Format(
         "h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", _lazy("hdf5", "dump"), _lazy("hdf5", "load")
@@ -96,6 +106,7 @@ FORMATS: dict[str, Format] = {
         _lazy("csv", "dump"),
         _lazy("csv", "load"),
         text=True,
+        single=True,
     ),
     "h": Format(
         "h", (".h",), "self-contained C/C++ header with a static const table", _lazy("c", "dump_header_only"), text=True

@@ -65,7 +65,7 @@ def bfloat16_text(bits: int) -> str:
 def element_name(table: Table) -> str:
     """The table's element type: its ``dtype`` parameter, else its array's dtype name (``float32``, ``int16``)."""
     name = table.params.get("dtype")
-    return name if isinstance(name, str) else table.array.dtype.name
+    return name if isinstance(name, str) else next(iter(table.arrays.values())).dtype.name
 
 
 def decimal(element: str, suffix: bytes = b"") -> Spell:

@@ -49,7 +49,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError, PosencWarning, SpecError
-from ..table import Table
+from ..table import Array, Table
 from ._blocks import row_blocks
 from ._ctypes import CElement, c_element
 from .options import WriteOptions
@@ -98,38 +98,33 @@ def dump_header_only(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     if options.lang == "c++":
         fp.write(_cxx_preamble(table, options, element).encode("ascii"))
         qualifiers = "constexpr" if options.namespace else "inline constexpr"
-        declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {_declarator(options)}"
-        fp.write(f"{declaration} = {{\n".encode("ascii"))
-        _write_values(table, fp, element)
-        close = "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options))) + "\n"
-        fp.write(f"}};\n\n{close}#endif /* {guard} */\n".encode("ascii"))
+        for key, symbol in _symbols(table, options):
+            declarator = _declarator(table, options, key, symbol)
+            declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {declarator}"
+            fp.write(f"{declaration} = {{\n".encode("ascii"))
+            _write_values(table.arrays[key], fp, element)
+            fp.write(b"};\n\n")
+        close = "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options)))
+        fp.write(f"{close}{chr(10) if close else ''}#endif /* {guard} */\n".encode("ascii"))
         return
     fp.write(_c_preamble(table, options, element).encode("ascii"))
-    definition = f"{element.prefix}{_aligned(options)}static const {element.ctype} {_declarator(options)}"
-    fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
-    _write_values(table, fp, element)
-    fp.write(f"}};\n\n#endif /* {guard} */\n".encode("ascii"))
+    for key, symbol in _symbols(table, options):
+        declarator = _declarator(table, options, key, symbol)
+        definition = f"{element.prefix}{_aligned(options)}static const {element.ctype} {declarator}"
+        fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
+        _write_values(table.arrays[key], fp, element)
+        fp.write(b"};\n\n")
+    fp.write(f"#endif /* {guard} */\n".encode("ascii"))
 
 
 def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.h`` of a ``.c``/``.h`` pair: guard, size macros and the ``extern`` declaration."""
+    """Write the ``.h`` of a ``.c``/``.h`` pair: guard, size macros and the ``extern`` declarations."""
     element = _check(table, options, pair=True)
-    guard = f"POSENC_{options.name.upper()}_H"
-    fp.write(_comment(table, options, element).encode("utf-8"))
-    fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
-    fp.write(_c_preamble(table, options, element).encode("ascii"))
-    fp.write(
-        (
-            '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
-            f"{element.prefix}extern const {element.ctype} {_declarator(options)}{_placement(options)};\n\n"
-            "#ifdef __cplusplus\n}\n#endif\n\n"
-            f"#endif /* {guard} */\n"
-        ).encode("ascii")
-    )
+    fp.write(_header_of_definitions(table, options, element, _placement(options)).encode("ascii"))
 
 
 def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.c`` of a ``.c``/``.h`` pair: the one definition of the table."""
+    """Write the ``.c`` of a ``.c``/``.h`` pair: the one definition of each array."""
     element = _check(table, options, pair=True)
     _note_if_big(table)
     header_name = PurePath(options.filename).stem + ".h" if options.filename else options.name + ".h"
@@ -137,30 +132,33 @@ def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     fp.write(f'#include "{_c_string(header_name)}"\n\n'.encode())
     if options.align:
         fp.write(_ALIGN_MACRO.encode("ascii"))
-    definition = f"{element.prefix}{_aligned(options)}const {element.ctype} {_declarator(options)}"
-    fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
-    _write_values(table, fp, element)
-    fp.write(b"};\n")
+    for n, (key, symbol) in enumerate(_symbols(table, options)):
+        definition = (
+            f"{element.prefix}{_aligned(options)}const {element.ctype} {_declarator(table, options, key, symbol)}"
+        )
+        fp.write(f"{chr(10) if n else ''}{definition}{_placement(options)} = {{\n".encode("ascii"))
+        _write_values(table.arrays[key], fp, element)
+        fp.write(b"};\n")
 
 
 def dump_raw(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.bin`` of the ``bin`` format: the stored values, little-endian, row after row, nothing else."""
-    element = _check(table, options, pair=True)
-    del element  # checked for C, written as stored
-    array = table.array
-    for _, block in row_blocks(array):
-        fp.write(np.ascontiguousarray(block, array.dtype.newbyteorder("<")).tobytes())
+    """Write the ``.bin`` of the ``bin`` format: each array's stored values, little-endian, one after another, each
+    padded with zeros to a multiple of 16 bytes so that the next one starts aligned."""
+    _check(table, options, pair=True)
+    for array in table.arrays.values():
+        for _, block in row_blocks(array):
+            fp.write(np.ascontiguousarray(block, array.dtype.newbyteorder("<")).tobytes())
+        fp.write(bytes(-array.nbytes % 16))
 
 
 def dump_incbin_header(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.h`` of the ``bin`` format: declarations, and the ``.incbin`` that defines the table.
+    """Write the ``.h`` of the ``bin`` format: declarations, and the ``.incbin`` that defines the arrays.
 
     Compilers take about a second per MiB of initializer (gcc 12.8 s and 707 MiB, clang 20.5 s and 2 GiB for a
     16 MiB table); the assembler copies the same bytes in milliseconds. The ``.incbin`` block is emitted where the
     translation unit defines ``<NAME>_INCBIN`` (exactly one must), for GCC and Clang on ELF targets.
     """
     element = _check(table, options, pair=True)
-    guard = f"POSENC_{options.name.upper()}_H"
     binary = PurePath(options.filename).with_suffix(".bin").name if options.filename else options.name + ".bin"
     upper = options.name.upper()
     extra = [
@@ -168,35 +166,56 @@ def dump_incbin_header(table: Table, fp: BinaryIO, options: WriteOptions) -> Non
         "exactly one translation unit to pull them in with the assembler's .incbin (GCC or Clang, ELF targets,",
         f"little-endian); the assembler must find {binary}: compile in its directory or pass -Wa,-I<its directory>.",
     ]
-    fp.write(_comment(table, options, element, extra=extra).encode("utf-8"))
-    fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
-    fp.write(_c_preamble(table, options, element, attribute=False).encode("ascii"))
     section = ".progmem.data" if options.progmem else ".rodata"
-    align = max(options.align or 1, table.array.dtype.itemsize, 16)
-    asm = [
-        f".section {section}",
-        f".balign {align}",
-        f".global {options.name}",
-        f".type {options.name}, %object",
-        f"{options.name}:",
-        f'.incbin \\"{_c_string(binary)}\\"',
-        f".size {options.name}, . - {options.name}",
-        ".previous",
-    ]
-    fp.write(
-        (
-            '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
-            f"{element.prefix}extern const {element.ctype} {_declarator(options)};\n\n"
-            "#ifdef __cplusplus\n}\n#endif\n\n"
-            f"#ifdef {upper}_INCBIN\n__asm__(\n" + "".join(f'    "{line}\\n"\n' for line in asm) + ");\n#endif\n\n"
-            f"#endif /* {guard} */\n"
-        ).encode("ascii")
+    align = max(options.align or 1, 16)
+    asm = [f".section {section}"]
+    offset = 0
+    for key, symbol in _symbols(table, options):
+        size = table.arrays[key].nbytes
+        asm += [
+            f".balign {align}",
+            f".global {symbol}",
+            f".type {symbol}, %object",
+            f"{symbol}:",
+            f'.incbin \\"{_c_string(binary)}\\", {offset}, {size}',
+            f".size {symbol}, . - {symbol}",
+        ]
+        offset += size + (-size % 16)
+    asm.append(".previous")
+    incbin = f"#ifdef {upper}_INCBIN\n__asm__(\n" + "".join(f'    "{line}\\n"\n' for line in asm) + ");\n#endif\n\n"
+    fp.write(_header_of_definitions(table, options, element, "", extra=extra, before_end=incbin).encode("ascii"))
+
+
+def _header_of_definitions(
+    table: Table,
+    options: WriteOptions,
+    element: CElement,
+    placement: str,
+    *,
+    extra: list[str] | None = None,
+    before_end: str = "",
+) -> str:
+    """A guarded header with the size macros and ``extern`` declarations of every array."""
+    guard = f"POSENC_{options.name.upper()}_H"
+    declarations = "".join(
+        f"{element.prefix}extern const {element.ctype} {_declarator(table, options, key, symbol)}{placement};\n"
+        for key, symbol in _symbols(table, options)
+    )
+    return (
+        _comment(table, options, element, extra=extra)
+        + f"#ifndef {guard}\n#define {guard}\n\n"
+        + _c_preamble(table, options, element, attribute=bool(placement) and not options.progmem)
+        + '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
+        + declarations
+        + "\n#ifdef __cplusplus\n}\n#endif\n\n"
+        + before_end
+        + f"#endif /* {guard} */\n"
     )
 
 
 def _note_if_big(table: Table) -> None:
     """Warn that a large initializer compiles slowly, and what to use instead."""
-    size = table.array.shape[0] * table.array.shape[1] * table.array.dtype.itemsize
+    size = sum(array.nbytes for array in table.arrays.values())
     if size > BIG_INITIALIZER:
         warnings.warn(
             f"the table holds {size / 2**20:.1f} MiB of data; compilers take about a second and 50-130 MiB of memory "
@@ -209,9 +228,10 @@ def _note_if_big(table: Table) -> None:
 
 def _check(table: Table, options: WriteOptions, *, pair: bool = False) -> CElement:
     """The table's C element type, after checking that the table and the options fit C."""
-    array = table.array
-    if array.ndim != 2 or 0 in array.shape:
-        raise FormatError(f"C output holds 2-D tables with at least one row and column, got shape {array.shape}")
+    for key, array in table.arrays.items():
+        if array.ndim not in (1, 2) or 0 in array.shape:
+            raise FormatError(f"C output holds 1-D and 2-D arrays without empty axes; {key!r} has shape {array.shape}")
+    _dimensions(table, options)  # consistent sizes
     if pair and options.lang != "c":
         raise SpecError(
             "lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too", param="lang"
@@ -226,9 +246,28 @@ def _namespaces(options: WriteOptions) -> list[str]:
     return options.namespace.split("::") if options.namespace else []
 
 
-def _declarator(options: WriteOptions) -> str:
+def _symbols(table: Table, options: WriteOptions) -> list[tuple[str, str]]:
+    """``(key, C symbol)`` of every array: the name for a single array, ``<name>_<key>`` for several."""
+    if len(table.arrays) == 1:
+        return [(key, options.name) for key in table.arrays]
+    return [(key, f"{options.name}_{key}") for key in table.arrays]
+
+
+def _dimensions(table: Table, options: WriteOptions) -> dict[str, int]:
+    """Size macro name -> size, over every array's axes; ``FormatError`` when one axis name has two sizes."""
     upper = options.name.upper()
-    return f"{options.name}[{upper}_SEQ_LEN][{upper}_D_MODEL]"
+    sizes: dict[str, int] = {}
+    for key, array in table.arrays.items():
+        for axis, size in zip(table.axes_of(key), array.shape, strict=True):
+            macro = f"{upper}_{axis.upper()}"
+            if sizes.setdefault(macro, size) != size:
+                raise FormatError(f"axis {axis!r} has two sizes in this table ({sizes[macro]} and {size})")
+    return sizes
+
+
+def _declarator(table: Table, options: WriteOptions, key: str, symbol: str) -> str:
+    upper = options.name.upper()
+    return symbol + "".join(f"[{upper}_{axis.upper()}]" for axis in table.axes_of(key))
 
 
 def _aligned(options: WriteOptions) -> str:
@@ -253,9 +292,8 @@ def _quantisation_macros(table: Table, upper: str, suffix: str) -> str:
 
 def _c_preamble(table: Table, options: WriteOptions, element: CElement, *, attribute: bool = True) -> str:
     upper = options.name.upper()
-    shape = table.array.shape
     text = _includes(element, options)
-    text += f"#define {upper}_SEQ_LEN {shape[0]}\n#define {upper}_D_MODEL {shape[1]}\n"
+    text += "".join(f"#define {macro} {size}\n" for macro, size in _dimensions(table, options).items())
     text += _quantisation_macros(table, upper, "f") + "\n"
     if options.align:
         text += _ALIGN_MACRO
@@ -266,7 +304,6 @@ def _c_preamble(table: Table, options: WriteOptions, element: CElement, *, attri
 
 def _cxx_preamble(table: Table, options: WriteOptions, element: CElement) -> str:
     upper = options.name.upper()
-    shape = table.array.shape
     includes = ["<cstddef>"] + (["<cstdint>"] if element.includes else [])
     text = "".join(f"#include {h}\n" for h in includes) + "\n"
     if options.align:
@@ -274,8 +311,9 @@ def _cxx_preamble(table: Table, options: WriteOptions, element: CElement) -> str
     if options.namespace:
         text += "".join(f"namespace {part} {{\n" for part in _namespaces(options)) + "\n"
     qualifiers = "constexpr" if options.namespace else "inline constexpr"
-    text += f"{qualifiers} std::size_t {upper}_SEQ_LEN = {shape[0]};\n"
-    text += f"{qualifiers} std::size_t {upper}_D_MODEL = {shape[1]};\n"
+    text += "".join(
+        f"{qualifiers} std::size_t {macro} = {size};\n" for macro, size in _dimensions(table, options).items()
+    )
     if "scale" in table.params:
         text += f"{qualifiers} float {upper}_SCALE = {float(table.params['scale'])!r}f;\n"
         text += f"{qualifiers} int {upper}_ZERO_POINT = {table.params['zero_point']};\n"
@@ -289,7 +327,10 @@ def _comment(table: Table, options: WriteOptions, element: CElement, extra: list
         lines.append(f"  command: {options.command}")
     lines.append(f"  kind: {table.kind}")
     lines += [f"  {key}: {table.params[key]}" for key in sorted(table.params)]
-    lines.append(f"  shape: {table.array.shape[0]} x {table.array.shape[1]}")
+    lines += [
+        f"  shape{'' if len(table.arrays) == 1 else ' of ' + symbol}: {' x '.join(map(str, table.arrays[key].shape))}"
+        for key, symbol in _symbols(table, options)
+    ]
     formula = _FORMULAS.get(table.kind)
     if formula:
         lines += [""] + ["  " + line.format(name=options.name) for line in formula]
@@ -329,9 +370,16 @@ def _c_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _write_values(table: Table, fp: BinaryIO, element: CElement) -> None:
-    columns = table.array.shape[1]
+def _write_values(array: Array, fp: BinaryIO, element: CElement) -> None:
+    """The initializer's body: ``{...},`` per row of a 2-D array, plain wrapped values for a 1-D one."""
+    if array.ndim == 1:
+        values = np.asarray(array)[None, :]
+        seps = [b",\n    " if (j + 1) % element.per_line == 0 else b", " for j in range(values.shape[1])]
+        seps[-1] = b"\n"
+        fp.write(element.spell(values, seps, b"    "))
+        return
+    columns = array.shape[1]
     seps = [b",\n     " if (j + 1) % element.per_line == 0 else b", " for j in range(columns)]
     seps[-1] = b"},\n"
-    for _, block in row_blocks(table.array, 1 << 20):
+    for _, block in row_blocks(array, 1 << 20):
         fp.write(element.spell(block, seps, b"    {"))

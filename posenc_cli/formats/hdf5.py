@@ -6,7 +6,8 @@ Layout written:
 
 - A single-array table becomes one dataset at the root, named by the table's name (``--name``; by default the
   output file's stem), shape ``(seq_len, d_model)``, row-major, contiguous, the table's dtype (``<f4``/``<f8``).
-- A table with several arrays writes one dataset per array, named by its key.
+- A table with several arrays writes one dataset per array, named by its key (``cos``, ``sin``, ``inv_freq``), at
+  the root, or inside the group ``options.group`` (the CLI's ``--name``) when one is given.
 - Attributes on every dataset: ``kind``, ``generator`` (``"posenc X.Y.Z"``) and every parameter of the table
   (``seq_len``, ``d_model``, ``base``, ``dtype``, ``layout`` for a sinusoidal table), in sorted order. Strings are
   stored as UTF-8 variable-length strings, integers as int64, floats as float64, booleans as uint8 0/1.
@@ -16,7 +17,8 @@ Reproducible: no timestamps (h5py's ``track_times`` stays off), attributes in so
 (LZF is unreadable to h5dump, and positional tables barely compress). Rows are written in slabs, so a table that is
 produced block by block never has to be whole in memory.
 
-Round trip: arrays, dtypes, shapes, kind and parameters. :func:`load` reads every dataset at the root.
+Round trip: arrays, dtypes, shapes, kind and parameters. :func:`load` reads every dataset at the root, or in the
+root's only group when the root holds nothing else.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     single = len(table.arrays) == 1
     attrs: dict[str, Param] = {"generator": f"posenc {__version__}", "kind": table.kind, **table.params}
     with h5py.File(fp, "w", libver="earliest", track_order=False) as f:
+        parent = f.create_group(options.group, track_order=False) if options.group and not single else f
         for key, array in table.arrays.items():
-            ds = f.create_dataset(
+            ds = parent.create_dataset(
                 options.name if single else key,
                 shape=array.shape,
                 dtype=array.dtype.newbyteorder("<"),
@@ -74,7 +77,9 @@ def load(fp: BinaryIO) -> Table:
 
     try:
         with h5py.File(fp, "r") as f:
-            names = [key for key, node in f.items() if isinstance(node, h5py.Dataset)]
+            groups = [node for node in f.values() if isinstance(node, h5py.Group)]
+            root = groups[0] if len(groups) == 1 and not any(isinstance(n, h5py.Dataset) for n in f.values()) else f
+            names = [key for key, node in root.items() if isinstance(node, h5py.Dataset)]
             if not names:
                 raise FormatError("the HDF5 file holds no dataset at its root")
             if len(names) > MAX_DATASETS:
@@ -85,7 +90,7 @@ def load(fp: BinaryIO) -> Table:
             params: dict[str, Param] = {}
             kind = "array"
             for name in names:
-                ds = f[name]
+                ds = root[name]
                 if ds.dtype.kind not in "fiub":
                     raise FormatError(f"dataset {name!r} holds {ds.dtype}, not numbers")
                 arrays[name] = ds[()]

@@ -59,6 +59,8 @@ class WriteOptions:
         C float tables: shortest decimal (C89), hexadecimal floats (C99, C++17), or integer bit patterns.
     half_type : str or None
         C float16 tables: ``_Float16`` or ``__fp16`` for native literals; by default ``uint16_t`` bit patterns.
+    group : str or None
+        HDF5, tables of several arrays: put the datasets in this group instead of the file's root.
     """
 
     name: str = "pe"
@@ -71,6 +73,7 @@ class WriteOptions:
     progmem: bool = False
     float_literal: str = "decimal"
     half_type: str | None = None
+    group: str | None = None
 
     def __post_init__(self) -> None:
         if self.lang not in LANGS:
