@@ -20,6 +20,8 @@ SAMPLES = [
     ["generate", "-n", "16", "-d", "8", "--dtype", "q15", "-o", "pe_q15.h"],
     ["generate", "-n", "16", "-d", "8", "--dtype", "float16", "-o", "pe_f16.h"],
     ["generate", "-n", "16", "-d", "8", "--progmem", "-o", "pe_progmem.h"],
+    ["alibi", "-H", "12", "-n", "8", "-o", "alibi.h"],
+    ["alibi", "-H", "12", "-n", "8", "-o", "alibi.npz"],
     ["generate", "-n", "16", "-d", "8", "--lang", "c++", "--namespace", "posenc", "--align", "16", "-o", "pe.hpp",
      "--format", "h"],
 ]
