@@ -59,8 +59,8 @@ Blocks are cut into chunks of whole rows (or of one row) that worker threads for
 the GIL; each thread reuses its scratch arrays from chunk to chunk. With NumPy < 2.3, blocks holding float32 values
 of 1e6 or more (positional up to 1e16, too long for a record) are formatted one value at a time.
 
-float64 values go through ``repr`` one at a time (about 0.2 microseconds each): the shortest digits of a double
-cannot be decided with float64 arithmetic.
+float64 values go through ``repr`` one at a time (up to about a microsecond each, for 17-digit values): the shortest
+digits of a double cannot be decided with float64 arithmetic.
 """
 
 from __future__ import annotations
@@ -786,8 +786,10 @@ def join_rows(block: np.ndarray, *, seps: Sequence[bytes], suffix: bytes = b"", 
 
     Notes
     -----
-    float32 blocks are formatted with vectorised NumPy code (a few tens of nanoseconds per value, spread over worker
-    threads for large blocks), float64 blocks with ``repr`` per value (about 0.2 microseconds each).
+    float32 blocks are formatted with vectorised NumPy code, a few tens of nanoseconds per value, spread over worker
+    threads for large blocks (blocks of up to 100 values go one value at a time, as do blocks with separators of
+    more than 16 bytes). float64 blocks go through ``repr`` per value: up to about a microsecond each for the
+    17-digit values of a sinusoidal table.
 
     Examples
     --------
