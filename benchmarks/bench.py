@@ -1,0 +1,320 @@
+"""posenc's benchmark: posenc against its peers, side by side in one run, medians and ratios.
+
+Not part of the test suite (tests never assert on time). Run from the repository root, in an environment where posenc
+is installed; peers that are not importable (torch, positional-encodings, pyarrow) are reported as skipped::
+
+    python benchmarks/bench.py                 # everything (writes ~8 GiB of scratch files, a few minutes)
+    python benchmarks/bench.py --quick         # skip the 4 GiB streaming case
+    python benchmarks/bench.py --markdown      # the table as markdown, for the README
+
+Each timing is the median of ``--repeat`` runs. The targets are those of the "exact and fast" issue; every line says
+whether the target was met in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import posenc_cli
+
+SEQ, D = 8192, 1024
+BIG_SEQ, BIG_D = 262144, 4096  # 4 GiB of float32
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm-up: imports, caches, page cache
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# ---- generation peers -------------------------------------------------------------------------------------------
+def numpy_float64_then_cast() -> np.ndarray:
+    pos = np.arange(SEQ, dtype=np.float64)[:, None]
+    j = np.arange(D)
+    angle = pos * 10000.0 ** (-(2 * (j // 2)) / D)
+    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
+
+
+def torch_tutorial() -> Callable[[], object] | None:
+    """The PyTorch tutorial's PositionalEncoding table (float32 exp path), when torch is importable."""
+    try:
+        import math
+
+        import torch
+    except ImportError:
+        return None
+
+    def run() -> object:
+        position = torch.arange(SEQ).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, D, 2) * (-math.log(10000.0) / D))
+        pe = torch.zeros(SEQ, D)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        return pe
+
+    return run
+
+
+def positional_encodings_pkg() -> Callable[[], object] | None:
+    try:
+        import torch
+        from positional_encodings.torch_encodings import PositionalEncoding1D
+    except ImportError:
+        return None
+    layer = PositionalEncoding1D(D)
+    x = torch.zeros(1, SEQ, D)
+
+    def run() -> object:
+        layer.cached_penc = None  # the layer caches its last table: measure the computation, not the cache
+        return layer(x)
+
+    return run
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------------
+def run_process(cmd: list[str], cwd: Path) -> tuple[float, int]:
+    """Wall time and peak RSS (bytes) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # ru_maxrss of children is the max over all children so far: measure big runs in a fresh helper process.
+    return elapsed, max(peak, before) * 1024
+
+
+def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int]:
+    """Run ``cmd`` under a fresh Python that reports only that child's peak RSS."""
+    probe = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True)\n"
+        "t = time.perf_counter() - t\n"
+        "sys.exit(p.stderr.decode()) if p.returncode else None\n"
+        "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *cmd], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
+    elapsed, peak = out.stdout.split()
+    return float(elapsed), int(peak)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def add(self, what: str, value: str, ratio: str = "", verdict: str = "") -> None:
+        self.rows.append((what, value, ratio, verdict))
+        print(f"{what:<58} {value:>14} {ratio:>16} {verdict}", file=sys.stderr, flush=True)
+
+    def markdown(self) -> str:
+        lines = ["| measurement | value | ratio | target |", "|---|---:|---:|---|"]
+        lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in self.rows]
+        return "\n".join(lines)
+
+
+def verdict(ok: bool, target: str) -> str:
+    return f"{'met' if ok else 'NOT met'}: {target}"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{cpu}, {os.cpu_count()} logical CPUs visible, {len(os.sched_getaffinity(0))} usable; Python "
+        f"{platform.python_version()}, numpy {np.__version__}, posenc {posenc_cli.__version__}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="skip the 4 GiB streaming case")
+    parser.add_argument("--markdown", action="store_true", help="print the table as markdown on stdout")
+    parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: a temp dir in .)")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir=args.dir or Path.cwd()))
+    report = Report()
+    print(f"machine: {machine()}", file=sys.stderr)
+    try:
+        generation(report, args.repeat)
+        text(report, args.repeat, scratch)
+        startup(report, args.repeat, scratch)
+        compile_time(report, scratch)
+        if not args.quick:
+            streaming(report, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if args.markdown:
+        print(f"Machine: {machine()}.\n\n{report.markdown()}")
+
+
+def generation(report: Report, repeat: int) -> None:
+    ours = median_time(lambda: posenc_cli.sinusoidal(SEQ, D), repeat)
+    base = median_time(numpy_float64_then_cast, repeat)
+    report.add(f"generate {SEQ}x{D} float32, posenc (correctly rounded)", f"{ours * 1e3:.1f} ms")
+    report.add(
+        "  numpy float64-then-cast",
+        f"{base * 1e3:.1f} ms",
+        f"posenc/numpy {ours / base:.2f}",
+        verdict(ours <= base / 2, "posenc <= 0.5 x numpy"),
+    )
+    tutorial = torch_tutorial()
+    if tutorial is None:
+        report.add("  PyTorch tutorial path", "skipped", "", "torch not importable")
+    else:
+        t = median_time(tutorial, repeat)
+        report.add(
+            "  PyTorch tutorial path (float32)",
+            f"{t * 1e3:.1f} ms",
+            f"posenc/torch {ours / t:.2f}",
+            verdict(ours <= t, "posenc <= torch tutorial"),
+        )
+    pkg = positional_encodings_pkg()
+    if pkg is None:
+        report.add("  positional-encodings (PyPI)", "skipped", "", "not importable")
+    else:
+        t = median_time(pkg, repeat)
+        report.add("  positional-encodings (PyPI)", f"{t * 1e3:.1f} ms", f"posenc/pkg {ours / t:.2f}")
+
+
+def text(report: Report, repeat: int, scratch: Path) -> None:
+    table = posenc_cli.sinusoidal(SEQ, D)
+    csv_path, c_path = scratch / "t.csv", scratch / "t.h"
+    ours_csv = median_time(lambda: posenc_cli.save(table, csv_path), repeat)
+    ours_c = median_time(lambda: posenc_cli.save(table, c_path), repeat)
+    savetxt = median_time(lambda: np.savetxt(scratch / "s.csv", table, fmt="%.9g", delimiter=","), max(1, repeat // 2))
+    report.add(f"CSV {SEQ}x{D} float32, posenc (shortest round-trip)", f"{ours_csv:.3f} s")
+    report.add(f"C header {SEQ}x{D} float32, posenc", f"{ours_c:.3f} s")
+    report.add(
+        "  np.savetxt('%.9g')",
+        f"{savetxt:.3f} s",
+        f"savetxt/csv {savetxt / ours_csv:.1f}x, /C {savetxt / ours_c:.1f}x",
+        verdict(max(ours_csv, ours_c) * 4 <= savetxt, "posenc CSV and C >= 4x savetxt"),
+    )
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:
+        report.add("  pyarrow.csv.write_csv", "skipped", "", "pyarrow not importable")
+    else:
+        frame = pa.table({f"d{j}": table[:, j] for j in range(D)})
+        arrow = median_time(lambda: pacsv.write_csv(frame, scratch / "a.csv"), repeat)
+        report.add(
+            "  pyarrow.csv.write_csv",
+            f"{arrow:.3f} s",
+            f"arrow/csv {arrow / ours_csv:.2f}, /C {arrow / ours_c:.2f}",
+            verdict(max(ours_csv, ours_c) <= arrow, "posenc CSV and C <= pyarrow"),
+        )
+    np.save(scratch / "t.npy", table)
+    if shutil.which("xxd"):
+        xxd = median_time(
+            lambda: subprocess.run(["xxd", "-i", "t.npy", "x.h"], cwd=scratch, check=True), max(1, repeat // 2)
+        )
+        report.add("  xxd -i (bytes, not values)", f"{xxd:.3f} s", f"xxd/C {xxd / ours_c:.1f}x")
+    npsave = median_time(lambda: np.save(scratch / "f.npy", table), repeat)
+    ours_npy = median_time(lambda: posenc_cli.save(table, scratch / "p.npy"), repeat)
+    report.add("  np.save of the precomputed array (I/O floor)", f"{npsave * 1e3:.1f} ms")
+    report.add(
+        "  posenc .npy save of the same array (fsync included)",
+        f"{ours_npy * 1e3:.1f} ms",
+        f"{ours_npy / npsave:.1f}x np.save",
+    )
+
+
+def startup(report: Report, repeat: int, scratch: Path) -> None:
+    posenc = [sys.executable, "-m", "posenc_cli", "generate", "-n", "512", "-d", "128", "-o", "x.npy"]
+    script = "import numpy as np; np.save('y.npy', np.zeros((512, 128), np.float32))"
+    ours = median_time(lambda: run_process(posenc, scratch), repeat * 2)
+    base = median_time(lambda: run_process([sys.executable, "-c", script], scratch), repeat * 2)
+    report.add("start-up: posenc generate -n 512 -d 128 -o x.npy", f"{ours * 1e3:.0f} ms")
+    report.add(
+        "  python -c 'np.save(zeros)'",
+        f"{base * 1e3:.0f} ms",
+        f"posenc/numpy {ours / base:.2f}",
+        verdict(ours <= 1.5 * base, "posenc <= 1.5 x"),
+    )
+
+
+def compile_time(report: Report, scratch: Path) -> None:
+    """gcc -O2 -c of a 16 MiB float32 table: initializer header against the .bin + .incbin form."""
+    if not shutil.which("gcc"):
+        report.add("compile time of a 16 MiB table", "skipped", "", "gcc not found")
+        return
+    args = [sys.executable, "-m", "posenc_cli", "generate", "-n", "2048", "-d", "2048", "-q", "--name", "pe"]
+    (scratch / "init").mkdir()
+    subprocess.run([*args, "-o", str(scratch / "init" / "pe.h")], cwd=scratch, check=True)
+    subprocess.run([*args, "-o", "pe.bin"], cwd=scratch, check=True)
+    (scratch / "a.c").write_text('#include "init/pe.h"\nconst void *f(void);\nconst void *f(void) { return pe; }\n')
+    (scratch / "b.c").write_text('#define PE_INCBIN\n#include "pe.h"\n')
+    times = {}
+    for unit in ("a.c", "b.c"):
+        times[unit], peak = peak_rss_of(["gcc", "-O2", "-c", unit, "-o", unit + ".o"], scratch)
+        label = "initializer header (.h)" if unit == "a.c" else ".bin + .incbin header"
+        report.add(f"gcc -O2 -c, 16 MiB float32 table, {label}", f"{times[unit]:.2f} s", f"{peak / 2**20:.0f} MiB RSS")
+    report.add("  .incbin speed-up", f"{times['a.c'] / times['b.c']:.0f}x")
+
+
+def streaming(report: Report, scratch: Path) -> None:
+    size = BIG_SEQ * BIG_D * 4
+    dd = ["dd", "if=/dev/zero", "of=dd.bin", "bs=1M", f"count={size >> 20}", "conv=fdatasync", "status=none"]
+    dd_time, _ = peak_rss_of(dd, scratch)
+    (scratch / "dd.bin").unlink()
+    report.add(f"dd bs=1M conv=fdatasync, {size >> 20} MiB", f"{size / dd_time / 1e9:.2f} GB/s")
+    for suffix in (".npy", ".h5"):
+        cmd = [
+            sys.executable,
+            "-m",
+            "posenc_cli",
+            "generate",
+            "-n",
+            str(BIG_SEQ),
+            "-d",
+            str(BIG_D),
+            "-o",
+            f"big{suffix}",
+        ]
+        elapsed, peak = peak_rss_of(cmd, scratch)
+        (scratch / f"big{suffix}").unlink()
+        rate = size / elapsed / 1e9
+        report.add(
+            f"stream {BIG_SEQ}x{BIG_D} float32 (4 GiB) to {suffix}",
+            f"{rate:.2f} GB/s",
+            f"{rate / (size / dd_time / 1e9):.2f} x dd",
+            verdict(rate >= 0.5 * size / dd_time / 1e9, ">= 0.5 x dd"),
+        )
+        report.add(f"  peak RSS, {suffix}", f"{peak / 2**20:.0f} MiB", "", verdict(peak < 256 * 2**20, "< 256 MiB"))
+    for suffix in (".csv", ".h"):
+        rows = BIG_SEQ // 16  # text is ~2.5x the binary size: a 256 MiB table keeps the run short
+        cmd = [sys.executable, "-m", "posenc_cli", "generate", "-n", str(rows), "-d", str(BIG_D), "-o", f"big{suffix}"]
+        elapsed, peak = peak_rss_of(cmd, scratch)
+        (scratch / f"big{suffix}").unlink()
+        report.add(f"stream {rows}x{BIG_D} float32 (256 MiB of values) to {suffix}", f"{elapsed:.1f} s")
+        report.add(f"  peak RSS, {suffix}", f"{peak / 2**20:.0f} MiB", "", verdict(peak < 256 * 2**20, "< 256 MiB"))
+
+
+if __name__ == "__main__":
+    main()
