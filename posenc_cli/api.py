@@ -73,7 +73,11 @@ def generate(
     if element.scale is not None:
         quantisation = {"scale": element.scale, "zero_point": element.zero_point}
     rows = functools.partial(
-        sinusoidal_rows, d_model=d_model, base=base, dtype=element.name, scale=element.scale,
+        sinusoidal_rows,
+        d_model=d_model,
+        base=base,
+        dtype=element.name,
+        scale=element.scale,
         zero_point=element.zero_point if element.scale is not None else None,
     )
     array: Array = RowSource((seq_len, d_model), element.storage, rows)
@@ -208,8 +212,8 @@ def save(
     out = plan(path, format=format, name=name)
     if out.format.single and len(table.arrays) > 1:
         raise SpecError(
-            f"this {table.kind} table holds {len(table.arrays)} arrays ({', '.join(table.arrays)}) and {out.format.name} "
-            "holds one: pick one with --part (part= in the API), or write npz, h5 or C, which hold them all",
+            f"this {table.kind} table holds {len(table.arrays)} arrays ({', '.join(table.arrays)}) and "
+            f"{out.format.name} holds one: pick one with --part (part= in the API), or write npz, h5 or C, which hold them all",
             param="part",
         )
     companion = out.format.companion

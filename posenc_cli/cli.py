@@ -169,7 +169,7 @@ def _write(ctx: click.Context, make: Callable[[], Table]) -> None:
             name=p["name"] and out.name,
             header=p["header"],
             command=command,
-            **c_options,
+            **c_options,  # type: ignore[arg-type]  # checked by WriteOptions above
         )
     if not p["quiet"]:
         for note in notes:
@@ -196,6 +196,7 @@ def _checked_part(table: Table, part: str) -> Table:
 @click.pass_context
 def generate(
     ctx: click.Context,
+    /,
     seq_len: int,
     d_model: int,
     base: float,
@@ -239,6 +240,7 @@ def generate(
 @click.pass_context
 def alibi(
     ctx: click.Context,
+    /,
     heads: int,
     seq_len: int | None,
     dtype: str,

@@ -22,7 +22,7 @@ mpmath.mp.dps = 60
 
 
 def reference_slopes(heads: int) -> list[mpmath.mpf]:
-    """Press et al.'s get_slopes, in exact arithmetic: start = 2^(-8/n), slopes start^(i+1), recursion for non-powers."""
+    """Press et al.'s get_slopes in exact arithmetic: 2^(-8/n) to the powers 1..n, recursion for other counts."""
 
     def power_of_two(n: int) -> list[mpmath.mpf]:
         start = mpmath.mpf(2) ** (-mpmath.mpf(8) / n)
@@ -61,8 +61,9 @@ def test_slopes_only_and_parameters():
     assert table.axes_of("slopes") == ("heads",)
 
 
-@pytest.mark.parametrize(("args", "param"), [((0,), "heads"), ((True,), "heads"), ((4, 0), "seq_len"),
-                                             ((4, 1.5), "seq_len")])
+@pytest.mark.parametrize(
+    ("args", "param"), [((0,), "heads"), ((True,), "heads"), ((4, 0), "seq_len"), ((4, 1.5), "seq_len")]
+)
 def test_bad_arguments(args, param):
     with pytest.raises(SpecError) as err:
         posenc_cli.alibi(*args)
@@ -128,15 +129,26 @@ int main(void)
 """
 
 
-@pytest.mark.parametrize(("compiler", "lang", "std"), [("gcc", "c", "c89"), ("clang", "c", "c11"),
-                                                       ("g++", "c++", "c++11")])
+@pytest.mark.parametrize(
+    ("compiler", "lang", "std"), [("gcc", "c", "c89"), ("clang", "c", "c11"), ("g++", "c++", "c++11")]
+)
 def test_c_header_holds_both_arrays(tmp_path, compiler, lang, std):
     result = CliRunner().invoke(cli, ["alibi", "-H", "40", "-n", "9", "-o", str(tmp_path / "alibi.h")])
     assert result.exit_code == 0, result.stderr
     (tmp_path / "main.c").write_text(C_PROGRAM)
     exe = tmp_path / "prog"
-    cmd = [require_tool(compiler), "-x", lang, f"-std={std}", *WARNINGS, "-I", str(tmp_path), str(tmp_path / "main.c"),
-           "-o", str(exe)]
+    cmd = [
+        require_tool(compiler),
+        "-x",
+        lang,
+        f"-std={std}",
+        *WARNINGS,
+        "-I",
+        str(tmp_path),
+        str(tmp_path / "main.c"),
+        "-o",
+        str(exe),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     slopes, bias, dims = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()

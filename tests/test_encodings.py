@@ -393,6 +393,16 @@ def test_subnormal_float64_entries() -> None:
     assert 0 < table[0, 65534] < np.finfo(np.float64).smallest_normal
 
 
+def test_underflowing_constants() -> None:
+    """Base near DBL_MAX at large positions: the kernel's constants of the last columns underflow float64 (their
+    21-bit pieces fall below 2**-1074), which the error bound must cover; PE[4294967293, 65498] (about 3.6e-299) once
+    came out one ulp off in float64."""
+    base, d_model, pos = 1.7976931348623157e308, 65536, 4294967293
+    for dtype in ("float32", "float64"):
+        table = sinusoidal_rows(pos, pos + 1, d_model, base=base, dtype=dtype)
+        assert_entries(table, pos, [65498, 65499, 65496, 65534, 65535], d_model, base)
+
+
 # ------------------------------------------------------------------------------------------- exhaustive sweeps
 @pytest.mark.slow
 @pytest.mark.parametrize(("d_model", "base"), [(1024, 10000.0), (31, 2.0), (4096, 500000.0)])

@@ -1,19 +1,21 @@
-"""Correct rounding for the sinusoidal table: the Ziv check and the arbitrary-precision fallback.
+"""Correct rounding for the sinusoid tables: the Ziv check and the arbitrary-precision fallback.
 
-The fast path (:mod:`posenc_cli.encodings.sinusoidal`) computes each entry in float64 together with a proven bound on
+The fast path (:mod:`posenc_cli.encodings._engine`) computes each entry in float64 together with a proven bound on
 its error.  This module turns such approximations into correctly rounded values and handles the rest:
 
 - :func:`round_checked` rounds a float64 approximation ``y`` with error bound ``err`` to a narrower binary dtype
   (float32, float16, bfloat16, ...) wherever every real number in ``[y - err, y + err]`` rounds to the same value,
   and flags the entries for which that is not proven (a rounding boundary may lie inside the interval).
-- :func:`exact_entries` computes flagged entries from scratch with :mod:`decimal`: an enclosure of the exact value
-  ``sin(pos * base**(-2k/d_model))`` (or ``cos``) whose width shrinks with the working precision, raised until the
-  whole enclosure rounds to one value of the target dtype (Ziv's strategy).  The result is correctly rounded
-  (round-half-even) for any IEEE-style binary dtype, float64 included.  It terminates: for ``pos > 0`` the exact
-  value is transcendental (Lindemann-Weierstrass: ``pos * base**(-2k/d)`` is a nonzero algebraic number), so it is
-  never a rounding boundary; ``pos == 0`` is answered exactly.
-- :func:`turn_chunks` and :func:`turn_table` derive the fast path's constants with :mod:`decimal` as well, so that
-  nothing in the guarantee depends on the platform's libm.
+- :func:`decided` and :func:`sinusoid_entries` compute flagged entries from scratch with :mod:`decimal`: an
+  enclosure of the exact value ``scale * sin(position * base**(-k/denom))`` (or ``cos``; :class:`Sinusoid`) whose
+  width shrinks with the working precision, raised until the whole enclosure rounds to one value of the target type
+  (Ziv's strategy).  The result is correctly rounded (round-half-even) for any IEEE-style binary dtype, float64
+  included, or any other monotone rounding.  It terminates: for a nonzero position the exact value is
+  transcendental (Lindemann-Weierstrass: ``position * base**(-k/denom)`` is a nonzero algebraic number), so it is
+  never a rounding boundary; position 0 is answered exactly.  :func:`exact_value`, :func:`exact_decided` and
+  :func:`exact_entries` are the same for the paper's table (``PE[pos, j]``).
+- :func:`turn_table` derives the fast path's table with :mod:`decimal` as well, so that nothing in the guarantee
+  depends on the platform's libm.
 
 Examples
 --------
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -71,13 +73,34 @@ def _log(base: float, prec: int) -> Decimal:
         return Decimal(base).ln()
 
 
+class Sinusoid(NamedTuple):
+    """The real parameters of a sinusoid table, each taken as the exact value of its float64 (``denom`` rational).
+
+    ``value(r, k, trig) = scale * trig((start + step * r) * base**(-k / denom))``.
+    """
+
+    base: float
+    denom: Fraction
+    start: float = 0.0
+    step: float = 1.0
+    scale: float = 1.0
+
+    def position(self, row: int) -> Fraction:
+        return Fraction(self.start) + Fraction(self.step) * row
+
+
+def paper(d_model: int, base: float) -> Sinusoid:
+    """The table of "Attention Is All You Need": ``base**(-2k/d_model) = base**(-k/(d_model/2))``."""
+    return Sinusoid(base, Fraction(d_model, 2))
+
+
 @lru_cache(maxsize=4096)
-def _frequency(k: int, d_model: int, base: float, prec: int) -> Decimal:
-    """``base**(-2k/d_model)`` at ``prec`` digits from correctly rounded ``ln``/``exp`` (relative error analysed in
-    :func:`_enclosure`)."""
+def _frequency(k: int, base: float, denom: Fraction, prec: int) -> Decimal:
+    """``base**(-k/denom)`` at ``prec`` digits from correctly rounded ``ln``/``exp`` (relative error analysed in
+    :func:`enclosure`)."""
     with decimal.localcontext() as ctx:
         ctx.prec = prec
-        return (-(Decimal(2 * k) / d_model) * _log(base, prec)).exp()
+        return (-(Decimal(k * denom.denominator) / denom.numerator) * _log(base, prec)).exp()
 
 
 def _series(r: Decimal, want_sin: bool) -> tuple[Decimal, int]:
@@ -98,14 +121,25 @@ def _series(r: Decimal, want_sin: bool) -> tuple[Decimal, int]:
     return total, count
 
 
-def _enclosure(pos: int, k: int, want_cos: bool, d_model: int, base: float, digits: int) -> tuple[Fraction, Fraction]:
-    """Exact rationals ``lo <= PE <= hi`` for ``PE = sin/cos(pos * base**(-2k/d_model))``, about ``digits`` wide.
+def _decimal(q: Fraction) -> Decimal:
+    """The exact decimal value of a dyadic rational ``q = n / 2**e`` (``n * 5**e / 10**e``)."""
+    e = q.denominator.bit_length() - 1
+    assert q.denominator == 1 << e, "positions are dyadic rationals"
+    return Decimal(q.numerator * 5**e).scaleb(-e)
 
-    Error budget, with ``u = 10**(1-W)/2`` the unit roundoff at the working precision ``W = digits``:
 
-    - ``ln(base)``, ``2k/d``, their product ``a`` and ``f = exp(-a)`` are each correctly rounded, so ``f`` has a
-      relative error of at most ``u*(1 + 3.1*|a|)``; the product ``x = pos*f`` at most ``u*(2.01 + 3.2*|a|)``;
-      we use ``eps_x = u*(3 + 4*|ln base|)``.
+def enclosure(
+    position: Fraction, k: int, want_cos: bool, base: float, denom: Fraction, digits: int
+) -> tuple[Fraction, Fraction]:
+    """Exact rationals ``lo <= v <= hi`` for ``v = sin/cos(position * base**(-k/denom))``, about ``digits`` wide.
+
+    ``position`` is a dyadic rational with ``|position * f| < 1.5 * 10**10`` (the table's domain gives ``< 2**32``).
+    Error budget, with ``u = 10**(1-W)/2`` the unit roundoff at the working precision ``W = digits`` and
+    ``a = (k/denom) * ln(base)``:
+
+    - ``ln(base)``, ``k/denom``, their product ``a`` and ``f = exp(-a)`` are each correctly rounded, so ``f`` has a
+      relative error of at most ``u*(1 + 3.1*|a|)``; the product ``x = position*f`` (the position's decimal is
+      exact) at most ``u*(2.01 + 3.2*|a|)``; we use ``eps_x = u*(3 + 4*ceil|a|)``.
     - ``r = x - n*pi/2`` is formed at ``W + 12`` digits with pi to ``W + 12`` digits and ``|n| < 10**10``, adding at
       most ``4*10**(-W-11)*(|x| + 1)``; so ``|r - r_exact| <= eps_x*|x| + 4*10**(-W-11)*(|x| + 1)`` where ``r_exact``
       is the reduction of the exact ``x`` with the same ``n``.  When ``n == 0`` no subtraction happens and the
@@ -113,16 +147,17 @@ def _enclosure(pos: int, k: int, want_cos: bool, d_model: int, base: float, digi
     - The series at ``|r| <= pi/4 + tiny``: each term carries at most ``3*i*u`` relative error after ``i`` steps and
       each partial sum adds ``u``; the sum of absolute terms is at most ``sinh|r| <= 1.12|r|`` (sine) or
       ``cosh|r| <= 1.34`` (cosine), so the error is below ``(4*count + 8)*u*1.5*(|r| or 1)``.
-    - sin and cos are 1-Lipschitz, so the reduction error carries over unchanged.
+    - sin and cos are 1-Lipschitz, so the reduction error carries over unchanged.  Negative ``x`` reduce the same way
+      (``n`` negative, the quadrant taken modulo 4).
     """
-    if pos == 0:  # exact: sin 0 = 0, cos 0 = 1
+    if position == 0:  # exact: sin 0 = 0, cos 0 = 1
         known = Fraction(1 if want_cos else 0)
         return known, known
     u = Fraction(1, 2 * 10 ** (digits - 1))
     with decimal.localcontext() as ctx:
         ctx.prec = digits
         ctx.rounding = decimal.ROUND_HALF_EVEN
-        x = _frequency(k, d_model, base, digits) * pos
+        x = _frequency(k, base, denom, digits) * _decimal(position)
         ctx.prec = digits + 12
         half_pi = pi_decimal(digits + 12) / 2
         n = int((x / half_pi).to_integral_value())
@@ -134,7 +169,7 @@ def _enclosure(pos: int, k: int, want_cos: bool, d_model: int, base: float, digi
         if quadrant >= 2:
             value = -value
     x_frac, r_frac = Fraction(x), abs(Fraction(r))
-    eps_x = u * (3 + 4 * math.ceil(abs(math.log(base))))
+    eps_x = u * (3 + 4 * (math.ceil(k / denom * abs(math.log(base))) + 1))
     err = eps_x * abs(x_frac) + (4 * Fraction(1, 10 ** (digits + 11)) * (abs(x_frac) + 1) if n else 0)
     err += (4 * count + 8) * u * Fraction(3, 2) * (r_frac if quadrant % 2 == 0 else 1)
     v = Fraction(value)
@@ -173,42 +208,60 @@ def nearest_bits(q: Fraction, dtype: npt.DTypeLike) -> int:
     return best_bits
 
 
-def exact_value(pos: int, j: int, d_model: int, base: float, dtype: npt.DTypeLike) -> np.generic:
-    """``PE[pos, j]`` correctly rounded to ``dtype`` by Ziv's loop over the working precision."""
-    dt = np.dtype(dtype)
-    digits = 12 + 3 * dt.itemsize * 2  # about twice the dtype's decimal digits: one round usually suffices
-    while digits <= _MAX_DIGITS:
-        lo, hi = _enclosure(pos, j // 2, j % 2 == 1, d_model, base, digits)
-        bits = nearest_bits(lo, dt)
-        if nearest_bits(hi, dt) == bits:
-            result: np.generic = np.array(bits, _bits_dtype(dt)).view(dt)[()]  # type: ignore[assignment]
-            return result
-        digits *= 2
-    raise ArithmeticError(f"could not round PE[{pos}, {j}] (d_model={d_model}, base={base!r}) at {_MAX_DIGITS} digits")
+def decided(row: int, k: int, want_cos: bool, spec: Sinusoid, decide: Callable[[Fraction], T], digits: int = 40) -> T:
+    """``decide(v)`` for the exact ``v = scale * sin/cos(position(row) * f_k)`` (see :class:`Sinusoid`) and a
+    monotone ``decide`` (a rounding, a quantisation), by Ziv's loop: the working precision doubles until both ends of
+    the value's enclosure give the same result.
 
-
-def exact_decided(pos: int, j: int, d_model: int, base: float, decide: Callable[[Fraction], T]) -> T:
-    """``decide(PE[pos, j])`` for a monotone ``decide`` (a rounding, a quantisation), by Ziv's loop: the working
-    precision doubles until both ends of the exact value's enclosure give the same result."""
-    digits = 40
+    It terminates: for a nonzero position ``x = position * f_k`` is a nonzero algebraic number (``base`` and
+    ``k/denom`` are rational), so ``sin x`` and ``cos x`` are transcendental (Lindemann-Weierstrass) and never a
+    rounding boundary; position 0 is answered exactly.
+    """
+    position, scale = spec.position(row), Fraction(spec.scale)
     while digits <= _MAX_DIGITS:
-        lo, hi = _enclosure(pos, j // 2, j % 2 == 1, d_model, base, digits)
+        lo, hi = enclosure(position, k, want_cos, spec.base, spec.denom, digits)
+        lo, hi = sorted((lo * scale, hi * scale))
         result = decide(lo)
         if decide(hi) == result:
             return result
         digits *= 2
-    raise ArithmeticError(f"could not decide PE[{pos}, {j}] (d_model={d_model}, base={base!r}) at {_MAX_DIGITS} digits")
+    raise ArithmeticError(f"could not decide the entry of row {row}, k={k} ({'cos' if want_cos else 'sin'}) of {spec}")
+
+
+def _bits_decider(dtype: np.dtype) -> Callable[[Fraction], int]:
+    return lambda q: nearest_bits(q, dtype)
+
+
+def sinusoid_entries(
+    rows: npt.ArrayLike, ks: npt.ArrayLike, coss: npt.ArrayLike, spec: Sinusoid, dtype: npt.DTypeLike
+) -> np.ndarray:
+    """Correctly rounded entries ``i``: row ``rows[i]``, frequency ``ks[i]``, cosine where ``coss[i]``."""
+    dt = np.dtype(dtype)
+    out = np.empty(np.shape(rows), dt)
+    digits = 12 + 3 * dt.itemsize * 2  # about twice the dtype's decimal digits: one round usually suffices
+    for i, (r, k, c) in enumerate(zip(*(np.asarray(a).tolist() for a in (rows, ks, coss)), strict=True)):
+        bits = decided(r, k, bool(c), spec, _bits_decider(dt), digits)
+        out[i] = np.array(bits, _bits_dtype(dt)).view(dt)[()]
+    return out
+
+
+# The paper's table, "Attention Is All You Need": column j is sin (even j) or cos (odd j) of frequency k = j // 2.
+def exact_value(pos: int, j: int, d_model: int, base: float, dtype: npt.DTypeLike) -> np.generic:
+    """``PE[pos, j]`` correctly rounded to ``dtype`` by Ziv's loop over the working precision."""
+    return sinusoid_entries([pos], [j // 2], [j % 2], paper(d_model, base), dtype)[0]  # type: ignore[no-any-return]
+
+
+def exact_decided(pos: int, j: int, d_model: int, base: float, decide: Callable[[Fraction], T]) -> T:
+    """``decide(PE[pos, j])`` for a monotone ``decide`` (a rounding, a quantisation), by Ziv's loop."""
+    return decided(pos, j // 2, j % 2 == 1, paper(d_model, base), decide)
 
 
 def exact_entries(
     pos: npt.ArrayLike, cols: npt.ArrayLike, d_model: int, base: float, dtype: npt.DTypeLike
 ) -> np.ndarray:
-    """Correctly rounded ``PE[pos[i], cols[i]]`` for each ``i`` (one :func:`exact_value` call per entry)."""
+    """Correctly rounded ``PE[pos[i], cols[i]]`` for each ``i``."""
     positions, columns = np.asarray(pos).ravel(), np.asarray(cols).ravel()
-    out = np.empty(positions.shape, np.dtype(dtype))
-    for i, (p, j) in enumerate(zip(positions.tolist(), columns.tolist(), strict=True)):
-        out[i] = exact_value(p, j, d_model, base, dtype)
-    return out
+    return sinusoid_entries(positions, columns // 2, columns % 2, paper(d_model, base), dtype)
 
 
 # ---------------------------------------------------------------------------------------- the float64 Ziv check
@@ -268,47 +321,6 @@ def round_checked(approx: npt.ArrayLike, err: npt.ArrayLike, dtype: npt.DTypeLik
 
 
 # --------------------------------------------------------------------------------- constants of the fast path
-def _binary(x: Decimal, bits: int) -> tuple[int, int]:
-    """``(m, e)`` with ``m * 2**e`` within a relative ``2**-bits`` of ``x > 0`` and ``m`` of ``bits + 1`` bits."""
-    q = Fraction(x)
-    e = q.numerator.bit_length() - q.denominator.bit_length() - bits
-    return round(q / Fraction(2) ** e), e
-
-
-@lru_cache(maxsize=8)
-def turn_chunks(d_model: int, base: float, scale: int, chunk_bits: int, n_chunks: int) -> np.ndarray:
-    """Per frequency ``k < ceil(d_model/2)``: ``G_k = scale * f_k / (2 pi)`` split into float64 pieces.
-
-    Returns an array of shape ``(n_chunks + 2, K)``: rows ``0..n_chunks-1`` hold floats of at most ``chunk_bits``
-    significant bits (each nearest to what remains of ``G_k``, so every remainder shrinks by ``2**-chunk_bits``),
-    row ``n_chunks`` the float64 nearest to the final remainder, and the last row ``f_k`` rounded to float64.
-    ``f_k = r**k`` with ``r = base**(-2/d_model)`` (80 digits), by repeated multiplication of 192-bit binary
-    mantissas (Python integers, truncating): relative error below ``2**-170`` for every ``k < 2**20``, far below
-    what the fast path needs (``2**-125``).
-    """
-    bits = 192
-    with decimal.localcontext() as ctx:
-        ctx.prec = 80
-        r_m, r_e = _binary((Decimal(-2) / d_model * Decimal(base).ln()).exp(), bits)
-        t_m, t_e = _binary(scale / (2 * pi_decimal(90)), bits)
-    count = (d_model + 1) // 2
-    out = np.empty((n_chunks + 2, count))
-    f_m, f_e = 1 << bits, -bits
-    for k in range(count):
-        g_m, g_e = (f_m * t_m) >> bits, f_e + t_e + bits
-        for row in range(n_chunks):
-            shift = max(0, abs(g_m).bit_length() - chunk_bits)
-            chunk = (g_m + (1 << shift >> 1)) >> shift  # nearest chunk_bits-bit multiple of 2**shift
-            out[row, k] = math.ldexp(chunk, g_e + shift)
-            g_m -= chunk << shift
-        out[n_chunks, k] = math.ldexp(float(g_m), g_e)
-        out[n_chunks + 1, k] = math.ldexp(float(f_m), f_e)
-        f_m *= r_m
-        shift = f_m.bit_length() - bits - 1
-        f_m, f_e = f_m >> shift, f_e + r_e + shift
-    return out
-
-
 @lru_cache(maxsize=2)
 def turn_table(m: int) -> np.ndarray:
     """``sin`` and ``cos`` of ``2 pi i / m`` for ``i < m`` as double-doubles: rows sin_hi, sin_lo, cos_hi, cos_lo.

@@ -139,4 +139,5 @@ def _rounded(s: np.ndarray, t: np.ndarray, j: np.ndarray, exps: list[Fraction], 
     jj = np.broadcast_to(j, y.shape)
     for h, c in zip(*np.nonzero(undecided), strict=True):
         out[h, c] = _exact(int(jj[h, c]), exps[h], element)
-    return out.astype(element.storage)
+    result: np.ndarray = out.astype(element.storage)
+    return result

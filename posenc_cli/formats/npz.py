@@ -78,7 +78,8 @@ def load(fp: BinaryIO) -> Table:
             try:
                 with archive.open(info) as member:
                     if info.filename.endswith(".npy"):
-                        arrays[info.filename[: -len(".npy")]] = npy.load(member).array  # type: ignore[assignment]
+                        loaded = npy.load(member)  # type: ignore[arg-type]  # a ZipExtFile is a binary file
+                        arrays[info.filename[: -len(".npy")]] = np.asarray(loaded.array)
                     elif info.filename == META:
                         meta = json.loads(member.read(1 << 20).decode("utf-8"))
                         kind, params = str(meta["kind"]), dict(meta["params"])
