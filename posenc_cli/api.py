@@ -213,7 +213,8 @@ def save(
     if out.format.single and len(table.arrays) > 1:
         raise SpecError(
             f"this {table.kind} table holds {len(table.arrays)} arrays ({', '.join(table.arrays)}) and "
-            f"{out.format.name} holds one: pick one with --part (part= in the API), or write npz, h5 or C, which hold them all",
+            f"{out.format.name} holds one: pick one with --part (part= in the API), or write npz, h5 or C, "
+            "which hold them all",
             param="part",
         )
     companion = out.format.companion
