@@ -9,7 +9,7 @@ The Python API (the CLI ``posenc`` is a thin layer over it)::
 """
 
 from ._version import __version__
-from .api import alibi, generate, load, plan, save
+from .api import alibi, generate, load, plan, save, sincos2d
 from .encodings import sinusoidal
 from .errors import FormatError, OutputError, PosencError, SpecError
 from .formats import FORMATS
@@ -28,5 +28,6 @@ __all__ = [
     "load",
     "plan",
     "save",
+    "sincos2d",
     "sinusoidal",
 ]

@@ -26,6 +26,7 @@ import numpy as np
 from . import _atomic
 from .encodings import alibi as alibi_encoding
 from .encodings import check_params, sinusoidal, sinusoidal_rows
+from .encodings import sincos2d as sincos2d_encoding
 from .encodings.dtypes import ElementType
 from .errors import FormatError, SpecError
 from .formats import FORMATS, Format, WriteOptions, by_name, infer
@@ -37,7 +38,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: The keyword arguments of :func:`save` that shape C output.
 C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
-__all__ = ["Output", "alibi", "generate", "load", "plan", "save", "sinusoidal"]
+__all__ = ["Output", "alibi", "generate", "sincos2d", "load", "plan", "save", "sinusoidal"]
 
 
 def generate(
@@ -123,6 +124,44 @@ def alibi(
         params.update(scale=element.scale, zero_point=element.zero_point)
     axes = {"slopes": ("heads",), "bias": ("heads", "seq_len")}
     return Table("alibi", arrays, params, {key: axes[key] for key in arrays})
+
+
+def sincos2d(
+    height: int,
+    width: int,
+    d_model: int,
+    *,
+    cls_token: bool = False,
+    base: float = 10000.0,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+) -> Table:
+    """MAE's 2-D sincos position embedding as a :class:`Table` of kind ``"sincos2d"``, one array ``pe``.
+
+    Rows are the patches in row-major order (``y * width + x``), after a zero row when ``cls_token``; columns
+    ``[sin x | cos x | sin y | cos y]`` (:mod:`posenc_cli.encodings.sincos2d`).
+
+    Examples
+    --------
+    >>> sincos2d(14, 14, 768, cls_token=True).array.shape
+    (197, 768)
+    """
+    height, width, d_model = sincos2d_encoding.check(height, width, d_model)
+    _, _, base, element = check_params(1, 1, base, dtype, scale=scale, zero_point=zero_point)
+    array = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=element)
+    params: dict[str, Param] = {
+        "grid_height": height,
+        "grid_width": width,
+        "d_model": d_model,
+        "cls_token": bool(cls_token),
+        "base": base,
+        "dtype": element.name,
+        "layout": "[sin x | cos x | sin y | cos y], rows y * width + x",
+    }
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    return Table("sincos2d", {"pe": array}, params)
 
 
 @dataclass(frozen=True)

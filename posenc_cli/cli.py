@@ -187,7 +187,7 @@ def _checked_part(table: Table, part: str) -> Table:
         raise SpecError(str(exc.args[0]), param="part") from None
 
 
-@cli.command(context_settings={"show_default": True})
+@cli.command(context_settings={"show_default": True}, short_help="Write the sinusoidal table of the paper.")
 @click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Number of positions (rows).")
 @click.option("-d", "--d-model", "d_model", required=True, type=int, help="Model dimension (columns).")
 @click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
@@ -232,7 +232,7 @@ def generate(
         )
 
 
-@cli.command(context_settings={"show_default": True})
+@cli.command(context_settings={"show_default": True}, short_help="Write ALiBi slopes and bias.")
 @click.option("-H", "--heads", required=True, type=int, help="Number of attention heads.")
 @click.option("-n", "--seq-len", "seq_len", type=int, help="Key positions of the bias matrix (omit for slopes only).")
 @_element_options
@@ -263,6 +263,68 @@ def alibi(
         _write(ctx, lambda: api.alibi(heads, seq_len, dtype=dtype, scale=scale, zero_point=zero_point))
 
 
+class _Grid(click.ParamType):  # type: ignore[type-arg]
+    """``H`` or ``HxW``."""
+
+    name = "H[xW]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        parts = str(value).lower().split("x")
+        if len(parts) in (1, 2) and all(p.strip().isdigit() for p in parts):
+            sides = [int(p) for p in parts]
+            return (sides[0], sides[-1])
+        self.fail(f"expected H or HxW (positive integers, e.g. 14 or 16x24), got {value!r}", param, ctx)
+
+
+@cli.command(context_settings={"show_default": True}, short_help="Write a 2-D sincos (MAE) table.")
+@click.option("-g", "--grid", required=True, type=_Grid(), help="Patches per side: H (square) or HxW.")
+@click.option("-d", "--d-model", "d_model", required=True, type=int, help="Embedding width, a multiple of 4.")
+@click.option("--cls-token", "cls_token", is_flag=True, help="Prepend MAE's all-zero class-token row.")
+@click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
+@_element_options
+@_output_options
+@click.pass_context
+def sincos2d(
+    ctx: click.Context,
+    /,
+    grid: tuple[int, int],
+    d_model: int,
+    cls_token: bool,
+    base: float,
+    dtype: str,
+    scale: float | None,
+    zero_point: int | None,
+    **_: Any,
+) -> None:
+    """Write MAE's 2-D sincos position embedding (get_2d_sincos_pos_embed).
+
+    Rows are the grid's patches in row-major order, after a zero row with --cls-token; columns are
+    [sin x | cos x | sin y | cos y], each d_model/4 wide, frequencies base^(-k/(d_model/4)). Every value is the
+    exact value correctly rounded.
+
+    \b
+    Examples:
+      posenc sincos2d -g 14 -d 768 --cls-token -o vit_pos.npy      # ViT-B/16 at 224 px, MAE
+      posenc sincos2d -g 16x24 -d 256 -o pos2d.h
+    """
+    with _mapped_errors(ctx):
+        _write(
+            ctx,
+            lambda: api.sincos2d(
+                grid[0],
+                grid[1],
+                d_model,
+                cls_token=cls_token,
+                base=base,
+                dtype=dtype,
+                scale=scale,
+                zero_point=zero_point,
+            ),
+        )
+
+
 def _canonical_command(ctx: click.Context, name: str) -> str:
     """The command that reproduces a file, for provenance comments: every option that differs from its default,
     in declaration order, with the table name resolved and the output by file name only (an absolute build
@@ -272,6 +334,8 @@ def _canonical_command(ctx: click.Context, name: str) -> str:
         value = name if param.name == "name" else ctx.params.get(param.name or "")
         if param.name in ("verbose", "quiet", "output") or value is None or value is False:
             continue
+        if isinstance(value, tuple):
+            value = "x".join(map(str, value))
         if param.name not in ("seq_len", "d_model", "heads", "name", "dtype", "base") and value == param.default:
             continue
         flag = next(o for o in param.opts if o.startswith("--"))
