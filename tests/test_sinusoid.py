@@ -21,7 +21,7 @@ from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import MAX_POSITION, Columns, check_sinusoid, sinusoid_columns, sinusoid_rows
 from posenc_cli.errors import SpecError
 
-from .test_encodings import _bits, _neighbours, rounded
+from .test_encodings import _bits, _near_zeros, _neighbours, rounded
 
 mpmath.mp.dps = 60
 
@@ -189,20 +189,6 @@ def test_layouts_are_column_permutations() -> None:
 
 
 # --------------------------------------------------------------------------------- tiny values near zeros
-def _near_zeros(g: mpmath.mpf, limit: int) -> list[tuple[int, int]]:
-    """``(n, m)`` with ``n * g`` closest to ``m * pi / 2``: convergents of ``(pi / 2) / g``, ``n < limit``."""
-    x, out = (mpmath.pi / 2) / g, []
-    p0, q0, p1, q1 = 0, 1, 1, 0
-    while True:
-        a = int(mpmath.floor(x))
-        p0, q0, p1, q1 = p1, q1, a * p1 + p0, a * q1 + q0
-        if p1 >= limit:
-            return out
-        if p1 > 0 and q1 > 0:
-            out.append((p1, q1))
-        x = 1 / (x - a)
-
-
 @pytest.mark.parametrize(
     ("spec", "k", "offset"),
     [
