@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
@@ -25,7 +26,7 @@ import numpy as np
 
 from . import _atomic
 from .encodings import alibi as alibi_encoding
-from .encodings import check_params, sinusoidal, sinusoidal_rows
+from .encodings import check_params, presets, sinusoidal, sinusoidal_rows
 from .encodings import sincos2d as sincos2d_encoding
 from .encodings.dtypes import ElementType
 from .errors import FormatError, SpecError
@@ -45,20 +46,32 @@ def generate(
     seq_len: int,
     d_model: int,
     *,
-    base: float = 10000.0,
+    base: float | None = None,
     dtype: str = "float32",
     scale: float | None = None,
     zero_point: int | None = None,
     lazy: bool = False,
+    preset: str | None = None,
+    layout: str | None = None,
+    freq_shift: float | None = None,
+    min_timescale: float | None = None,
+    odd: str | None = None,
+    start: float | None = None,
+    step: float | None = None,
+    padding_idx: int | None = None,
+    no_padding: bool = False,
+    amplitude: float | None = None,
 ) -> Table:
-    """The sinusoidal table of "Attention Is All You Need" as a :class:`Table` with its parameters.
+    """A 1-D sinusoidal table as a :class:`Table` with its parameters: the paper's by default, any framework's with
+    ``preset`` and the parameters of :mod:`posenc_cli.encodings.presets` (which override the preset's).
 
-    ``PE[pos, 2i] = sin(pos / base**(2i/d_model))``, ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))`` for
-    ``pos`` in ``0..seq_len-1``; an odd ``d_model`` ends with a sine column. Values are as
-    :func:`posenc_cli.sinusoidal` computes them.
+    The paper: ``PE[pos, 2i] = sin(pos / base**(2i/d_model))``, ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))``
+    for ``pos`` in ``0..seq_len-1``; an odd ``d_model`` ends with a sine column. Every value is the exact value
+    correctly rounded.
 
     ``dtype`` is any element type of :data:`posenc_cli.encodings.dtypes.DTYPES` (``scale`` and ``zero_point`` for
-    int8); the parameters record it by name, with ``scale`` and ``zero_point`` for int8.
+    int8: the quantisation step; the table's own multiplier is ``amplitude``). The parameters record the dtype by
+    name, the preset, and every value that differs from the paper's table.
 
     With ``lazy=True`` the table's array is a :class:`~posenc_cli.table.RowSource`: nothing is computed until a
     writer asks for rows, block by block, so :func:`save` streams tables larger than memory with bounded memory.
@@ -68,30 +81,46 @@ def generate(
     >>> t = generate(4, 6, dtype="float64")
     >>> t.kind, t.array.shape, t.params["layout"]
     ('sinusoidal', (4, 6), 'interleaved')
+    >>> generate(4, 6, preset="whisper").params["layout"]
+    'sin-cos'
     """
-    seq_len, d_model, base, element = check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
+    seq_len, d_model, base_value, element = check_params(
+        seq_len, d_model, 10000.0 if base is None else base, dtype, scale=scale, zero_point=zero_point
+    )
+    spec = presets.resolve(
+        preset, d_model=d_model, base=base_value, layout=layout, freq_shift=freq_shift, min_timescale=min_timescale,
+        odd=odd, start=start, step=step, padding_idx=padding_idx, no_padding=no_padding, amplitude=amplitude,
+    )  # fmt: skip
     quantisation: dict[str, Param] = {}
     if element.scale is not None:
         quantisation = {"scale": element.scale, "zero_point": element.zero_point}
-    rows = functools.partial(
-        sinusoidal_rows,
-        d_model=d_model,
-        base=base,
-        dtype=element.name,
-        scale=element.scale,
-        zero_point=element.zero_point if element.scale is not None else None,
-    )
+    zero_point_arg = element.zero_point if element.scale is not None else None
+    rows: Callable[[int, int], np.ndarray]
+    if spec == presets.SinusoidSpec(d_model, base_value):  # the paper's table: its own (identical, leaner) path
+        rows = functools.partial(
+            sinusoidal_rows, d_model=d_model, base=base_value, dtype=element.name, scale=element.scale,
+            zero_point=zero_point_arg,
+        )  # fmt: skip
+    else:
+        presets.preset_rows(
+            spec, 0, min(seq_len, 1), element.name, quant_scale=element.scale, zero_point=zero_point_arg
+        )
+        rows = functools.partial(
+            presets.preset_rows, spec, dtype=element.name, quant_scale=element.scale, zero_point=zero_point_arg
+        )
     array: Array = RowSource((seq_len, d_model), element.storage, rows)
     if not lazy:
         array = np.asarray(array)
     params: dict[str, Param] = {
         "seq_len": seq_len,
         "d_model": d_model,
-        "base": float(base),
+        "base": float(base_value),
         "dtype": element.name,
-        "layout": "interleaved",
-        **quantisation,
     }
+    if preset is not None:
+        params["preset"] = preset
+    params.update(spec.params())
+    params.update(quantisation)
     return Table("sinusoidal", {"pe": array}, params)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import api
 from ._version import __version__
-from .encodings import check_params
+from .encodings import check_params, presets
 from .encodings.dtypes import DTYPES
 from .errors import PosencError, PosencWarning, SpecError
 from .formats import FORMATS, WriteOptions
@@ -187,10 +187,37 @@ def _checked_part(table: Table, part: str) -> Table:
         raise SpecError(str(exc.args[0]), param="part") from None
 
 
-@cli.command(context_settings={"show_default": True}, short_help="Write the sinusoidal table of the paper.")
+class _PaddingIdx(click.ParamType):  # type: ignore[type-arg]
+    """A row index, or ``none`` (drop a preset's padding row)."""
+
+    name = "ROW|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) or value == "none":
+            return value  # type: ignore[no-any-return]
+        text = str(value).strip()
+        if text.isdigit():
+            return int(text)
+        self.fail(f"expected a row index (a non-negative integer) or none, got {value!r}", param, ctx)
+
+
+@cli.command(context_settings={"show_default": True}, short_help="Write a 1-D sinusoidal table (any framework's).")
 @click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Number of positions (rows).")
 @click.option("-d", "--d-model", "d_model", required=True, type=int, help="Model dimension (columns).")
-@click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
+@click.option("--base", type=float, default=10000.0, help="Wavelength base (max_period, max_timescale), > 1.")
+@click.option(
+    "-p", "--preset", type=click.Choice(list(presets.PRESETS)), help="A framework's convention (posenc presets)."
+)
+@click.option("--layout", type=click.Choice(presets.LAYOUTS), help="Column order.  [default: the preset's]")
+@click.option("--freq-shift", "freq_shift", type=float, help="Frequencies base^(-k/(d_model//2 - S)).")
+@click.option(
+    "--min-timescale", "min_timescale", type=float, help="tensor2tensor's frequencies m * (base/m)^(-k/(h-1))."
+)
+@click.option("--odd", type=click.Choice(presets.ODD), help="Odd d_model: natural, zero column or error.")
+@click.option("--start", type=float, help="Position of row 0 (fractional allowed).  [default: 0]")
+@click.option("--step", type=float, help="Position step between rows (fractional allowed).  [default: 1]")
+@click.option("--padding-idx", "padding_idx", type=_PaddingIdx(), help="Zero this row (fairseq); none: no zero row.")
+@click.option("--amplitude", type=float, help="Multiply every value by this.  [default: 1]")
 @_element_options
 @_output_options
 @click.pass_context
@@ -203,21 +230,33 @@ def generate(
     dtype: str,
     scale: float | None,
     zero_point: int | None,
+    padding_idx: int | str | None,
     **_: Any,
 ) -> None:
-    """Write the sinusoidal table of "Attention Is All You Need".
+    """Write a 1-D sinusoidal table: the paper's, or a framework's with --preset.
 
-    PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)), for pos = 0 ..
-    seq_len-1; an odd d_model ends with a sine column. Every value is the exact value correctly rounded.
+    The paper (preset vaswani): PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos /
+    base^(2i/d_model)), for pos = 0 .. seq_len-1; an odd d_model ends with a sine column. Other frameworks
+    differ in layout, frequencies, positions, padding row and odd widths: --preset picks one (list them with
+    posenc presets) and the other options override it. Every value is the exact value correctly rounded.
 
     \b
     Examples:
       posenc generate -n 2048 -d 512 -o pe.h             # C header, static const float pe[2048][512]
       posenc generate -n 2048 -d 512 -o pe.c --name pe   # pe.c (definition) + pe.h (extern declaration)
-      posenc generate -n 512 -d 128 --dtype float64 -o pe.npy
+      posenc generate -n 1026 -d 1024 -p fairseq -o m2m100_pos.npy
+      posenc generate -n 1000 -d 320 -p openai-diffusion -o timesteps.h
     """
+    p = ctx.params
     with _mapped_errors(ctx):
         check_params(seq_len, d_model, base, dtype, scale=scale, zero_point=zero_point)
+        shape = {key: p[key] for key in ("preset", "layout", "freq_shift", "min_timescale", "odd", "start", "step")}
+        shape.update(
+            amplitude=p["amplitude"],
+            padding_idx=None if padding_idx == "none" else padding_idx,
+            no_padding=padding_idx == "none",
+        )
+        presets.resolve(d_model=d_model, base=base, **shape)  # checks before any work
         _write(
             ctx,
             lambda: api.generate(
@@ -228,8 +267,38 @@ def generate(
                 scale=scale,
                 zero_point=zero_point,
                 lazy=True,  # streams
+                **shape,
             ),
         )
+
+
+@cli.command("presets", short_help="List the framework presets of posenc generate.")
+@click.option("--json", "as_json", is_flag=True, help="Print them as JSON on stdout.")
+def presets_command(as_json: bool) -> None:
+    """List every --preset of posenc generate: its parameters and the framework functions it reproduces."""
+    rows = []
+    for preset in presets.PRESETS.values():
+        spec = presets.resolve(preset.name, d_model=8)
+        values = {k: v for k, v in spec.params().items()}
+        values["odd"] = spec.odd
+        values["freq"] = spec.freq
+        rows.append((preset, values))
+    if as_json:
+        import json
+
+        doc = [{"name": p.name, "params": v, "reproduces": p.reproduces, "agreement": p.agreement} for p, v in rows]
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    out = RichTable(title="posenc generate --preset NAME", show_lines=True)
+    for column in ("preset", "parameters", "reproduces"):
+        out.add_column(column, overflow="fold")
+    for preset, values in rows:
+        text = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+        out.add_row(preset.name, text, f"{preset.reproduces}\n[dim]{preset.agreement}[/dim]")
+    Console(soft_wrap=False).print(out)
 
 
 @cli.command(context_settings={"show_default": True}, short_help="Write ALiBi slopes and bias.")

@@ -457,3 +457,31 @@ def test_sweep(name: str) -> None:
         first = rng.randrange(0, spec.last_row() - 2) if rng.random() < 0.7 else rng.randrange(0, 10**5)
         for dtype in ("float32", "float64"):
             assert_entries(sinusoid_rows(first, first + 2, columns, dtype=dtype, **spec.kwargs()), first, columns, spec)
+
+
+# ------------------------------------------------------------------------------------- frequency multipliers
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_frequency_multipliers_are_exact(dtype):
+    """``mults[k]`` multiplies frequency ``k`` exactly (RoPE scaling, tensor2tensor's min_timescale): rationals that
+    are not float64s, multipliers above 1 (positions then stay below 2**32 / max m), rows near that edge."""
+    mults = [Fraction(1, 3), Fraction(2), 0.125, Fraction(10**30 + 7, 7 * 10**30), Fraction(1, 1000), 1.0]
+    cols = [(k, t) for k in range(len(mults)) for t in ("sin", "cos")]
+    denom, top = Fraction(6), 2**31 - 1  # 2**32 / 2: the largest multiplier halves the position range
+    for first, stop, start, step in [(0, 40, 0.0, 1.0), (top - 30, top, 0.0, 1.0), (0, 20, -7.25, 0.75)]:
+        table = sinusoid_rows(first, stop, cols, denom=denom, start=start, step=step, dtype=dtype, mults=mults)
+        for r in range(first, stop, 3):
+            for c, (k, trig) in enumerate(cols):
+                with mpmath.workdps(90):
+                    position = mpmath.mpf(start) + mpmath.mpf(step) * r
+                    m = Fraction(mults[k])
+                    f = mpmath.mpf(m.numerator) / m.denominator * mpmath.mpf(10000) ** (-mpmath.mpf(k) / 6)
+                    value = (mpmath.sin if trig == "sin" else mpmath.cos)(position * f)
+                want = rounded(+value, dtype)
+                assert _bits(table[r - first, c]) == _bits(want), (r, k, trig)
+    with pytest.raises(SpecError) as err:
+        sinusoid_rows(0, 2**31 + 1, cols, denom=denom, dtype=dtype, mults=mults)
+    assert err.value.param == "stop_row" and "2**32 / 2" in str(err.value)
+    for bad in ([1.0] * 5, [0.0] * 6, [float("nan")] * 6, [2.0**33] * 6, "abcdef"):
+        with pytest.raises(SpecError) as err:
+            sinusoid_rows(0, 1, cols, denom=denom, mults=bad)
+        assert err.value.param == "mults"

@@ -69,14 +69,21 @@ def _offset_table(cols: Columns, spec: Sinusoid, size: int, wide: bool) -> tuple
     float32 output; for float64 (``wide``) the double-doubles and Veltkamp halves.  Tables up to ``_CACHED_TABLE``
     entries are cached."""
     if size * len(cols) <= _CACHED_TABLE:
-        return _cached_offset_table(cols, spec.base, spec.denom, spec.step, size, wide)
-    return _build_offset_table(cols, spec.base, spec.denom, spec.step, size, wide)
+        return _cached_offset_table(cols, spec.base, spec.denom, spec.step, size, wide, spec.mults)
+    return _build_offset_table(cols, spec.base, spec.denom, spec.step, size, wide, spec.mults)
 
 
 def _build_offset_table(
-    cols: Columns, base: float, denom: Fraction, step: float, size: int, wide: bool
+    cols: Columns,
+    base: float,
+    denom: Fraction,
+    step: float,
+    size: int,
+    wide: bool,
+    mults: tuple[Fraction, ...] | None = None,
 ) -> tuple[np.ndarray, ...]:
-    sh, sl, ch, cl = _kernel_rows(np.arange(size), K.constants(cols.ks_bytes, base, denom, 0.0, step), False)
+    consts = K.constants(cols.ks_bytes, base, denom, 0.0, step, mults)
+    sh, sl, ch, cl = _kernel_rows(np.arange(size), consts, False)
     xh, yh = _gather([sh, ch], cols.x_idx), _gather([sh, ch], cols.y_idx)
     if not wide:
         return xh, yh
@@ -152,7 +159,7 @@ def _fill_serial(
     indices, relative to ``out``, left undecided."""
     n, d = out.shape
     stop, wide = first + n, out.dtype == np.float64
-    consts = K.constants(cols.ks_bytes, spec.base, spec.denom, spec.start, spec.step)
+    consts = K.constants(cols.ks_bytes, spec.base, spec.denom, spec.start, spec.step, spec.mults)
     p2 = spec.scale / (2 * math.frexp(spec.scale)[0])
     zero_row, zero_at = _zero_row(cols, spec, out.dtype), _zero_position(spec, first, stop)
     batch = max(1, _KERNEL_BATCH // d) * size  # rows per batch of block vectors
@@ -240,7 +247,7 @@ def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exac
         fill(out[:1], 0, cols, spec, exact)  # bound relative to its own position, not to that of later rows
         fill(out[1:], 1, cols, spec, exact)
         return
-    consts = K.constants(cols.ks_bytes, spec.base, spec.denom, spec.start, spec.step)
+    consts = K.constants(cols.ks_bytes, spec.base, spec.denom, spec.start, spec.step, spec.mults)
     stats = Stats(cols, consts, spec)
     size = _block_rows(n, d)
     tab = _offset_table(cols, spec, size, out.dtype == np.float64)  # once, before any thread

@@ -76,7 +76,9 @@ def _log(base: float, prec: int) -> Decimal:
 class Sinusoid(NamedTuple):
     """The real parameters of a sinusoid table, each taken as the exact value of its float64 (``denom`` rational).
 
-    ``value(r, k, trig) = scale * trig((start + step * r) * base**(-k / denom))``.
+    ``value(r, k, trig) = scale * trig((start + step * r) * m_k * base**(-k / denom))``, where ``m_k`` is
+    ``mults[k]`` (exact positive rationals: RoPE's scaled frequencies, tensor2tensor's ``min_timescale``) or 1
+    when ``mults`` is None.
     """
 
     base: float
@@ -84,9 +86,14 @@ class Sinusoid(NamedTuple):
     start: float = 0.0
     step: float = 1.0
     scale: float = 1.0
+    mults: tuple[Fraction, ...] | None = None
 
     def position(self, row: int) -> Fraction:
         return Fraction(self.start) + Fraction(self.step) * row
+
+    def mult(self, k: int) -> Fraction:
+        """The frequency multiplier ``m_k``."""
+        return Fraction(1) if self.mults is None else self.mults[k]
 
 
 def paper(d_model: int, base: float) -> Sinusoid:
@@ -129,9 +136,10 @@ def _decimal(q: Fraction) -> Decimal:
 
 
 def enclosure(
-    position: Fraction, k: int, want_cos: bool, base: float, denom: Fraction, digits: int
+    position: Fraction, k: int, want_cos: bool, base: float, denom: Fraction, digits: int, mult: Fraction = Fraction(1)
 ) -> tuple[Fraction, Fraction]:
-    """Exact rationals ``lo <= v <= hi`` for ``v = sin/cos(position * base**(-k/denom))``, about ``digits`` wide.
+    """Exact rationals ``lo <= v <= hi`` for ``v = sin/cos(position * mult * base**(-k/denom))``, about ``digits``
+    wide (``mult`` a positive rational, ``|position * mult| < 2**32``).
 
     ``position`` is a dyadic rational with ``|position * f| < 1.5 * 10**10`` (the table's domain gives ``< 2**32``).
     Error budget, with ``u = 10**(1-W)/2`` the unit roundoff at the working precision ``W = digits`` and
@@ -139,7 +147,8 @@ def enclosure(
 
     - ``ln(base)``, ``k/denom``, their product ``a`` and ``f = exp(-a)`` are each correctly rounded, so ``f`` has a
       relative error of at most ``u*(1 + 3.1*|a|)``; the product ``x = position*f`` (the position's decimal is
-      exact) at most ``u*(2.01 + 3.2*|a|)``; we use ``eps_x = u*(3 + 4*ceil|a|)``.
+      exact) at most ``u*(2.01 + 3.2*|a|)``; a multiplier other than 1 adds two roundings (its decimal, the
+      product), so we use ``eps_x = u*(5 + 4*ceil|a|)``.
     - ``r = x - n*pi/2`` is formed at ``W + 12`` digits with pi to ``W + 12`` digits and ``|n| < 10**10``, adding at
       most ``4*10**(-W-11)*(|x| + 1)``; so ``|r - r_exact| <= eps_x*|x| + 4*10**(-W-11)*(|x| + 1)`` where ``r_exact``
       is the reduction of the exact ``x`` with the same ``n``.  When ``n == 0`` no subtraction happens and the
@@ -157,7 +166,10 @@ def enclosure(
     with decimal.localcontext() as ctx:
         ctx.prec = digits
         ctx.rounding = decimal.ROUND_HALF_EVEN
-        x = _frequency(k, base, denom, digits) * _decimal(position)
+        f = _frequency(k, base, denom, digits)
+        if mult != 1:
+            f = f * (Decimal(mult.numerator) / Decimal(mult.denominator))
+        x = f * _decimal(position)
         ctx.prec = digits + 12
         half_pi = pi_decimal(digits + 12) / 2
         n = int((x / half_pi).to_integral_value())
@@ -169,7 +181,7 @@ def enclosure(
         if quadrant >= 2:
             value = -value
     x_frac, r_frac = Fraction(x), abs(Fraction(r))
-    eps_x = u * (3 + 4 * (math.ceil(k / denom * abs(math.log(base))) + 1))
+    eps_x = u * (5 + 4 * (math.ceil(k / denom * abs(math.log(base))) + 1))
     err = eps_x * abs(x_frac) + (4 * Fraction(1, 10 ** (digits + 11)) * (abs(x_frac) + 1) if n else 0)
     err += (4 * count + 8) * u * Fraction(3, 2) * (r_frac if quadrant % 2 == 0 else 1)
     v = Fraction(value)
@@ -219,7 +231,7 @@ def decided(row: int, k: int, want_cos: bool, spec: Sinusoid, decide: Callable[[
     """
     position, scale = spec.position(row), Fraction(spec.scale)
     while digits <= _MAX_DIGITS:
-        lo, hi = enclosure(position, k, want_cos, spec.base, spec.denom, digits)
+        lo, hi = enclosure(position, k, want_cos, spec.base, spec.denom, digits, spec.mult(k))
         lo, hi = sorted((lo * scale, hi * scale))
         result = decide(lo)
         if decide(hi) == result:

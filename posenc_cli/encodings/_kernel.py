@@ -96,7 +96,9 @@ def _normal(m: int, e: int) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=8)
-def constants(ks: bytes, base: float, denom: Fraction, start: float, step: float) -> np.ndarray:
+def constants(
+    ks: bytes, base: float, denom: Fraction, start: float, step: float, mults: tuple[Fraction, ...] | None = None
+) -> np.ndarray:
     """Per frequency index ``k`` (``ks``: sorted distinct ``int64`` values): the rows named by :data:`PIECES`,
     :data:`FREQ`, :data:`PHASE` and :data:`STEP_TURNS`, shape ``(_PIECES + 6, K)``.
 
@@ -106,6 +108,8 @@ def constants(ks: bytes, base: float, denom: Fraction, start: float, step: float
     for up to ``2**20`` frequencies (the fast path needs ``2**-127``).  The pieces of ``M * step * f_k / (2 pi)``
     are nearest ``21``-bit multiples of what remains (each remainder shrinks by ``2**-21``); the phase is the exact
     product ``M * start * f_k / (2 pi)`` of the binary mantissas, rounded to an integer plus a double-double.
+    With ``mults``, ``f_k`` is ``mults[k] * r**k`` (a positive rational; the caller keeps
+    ``|position * f_k| < 2**32``): the product is truncated to the same 193 bits, one more ``2**-192``.
     """
     keys = np.frombuffer(ks, np.int64).tolist()
     with decimal.localcontext() as ctx:
@@ -123,8 +127,11 @@ def constants(ks: bytes, base: float, denom: Fraction, start: float, step: float
             p_m, p_e = powers[k - k_prev]
             f_m, f_e = _normal(f_m * p_m, f_e + p_e)
             k_prev = k
-        out[FREQ, i] = math.ldexp(float(f_m), f_e)
-        g_m, g_e = (f_m * t_m) >> _MANTISSA, f_e + t_e + _MANTISSA
+        m_m, m_e = f_m, f_e
+        if mults is not None and mults[k] != 1:
+            m_m, m_e = _normal((f_m * mults[k].numerator << _MANTISSA) // mults[k].denominator, f_e - _MANTISSA)
+        out[FREQ, i] = math.ldexp(float(m_m), m_e)
+        g_m, g_e = (m_m * t_m) >> _MANTISSA, m_e + t_e + _MANTISSA
         out[STEP_TURNS, i] = max(math.ldexp(float(g_m), g_e), math.ulp(0.0)) if g_m else 0.0  # 0 iff step is 0
         for row in range(_PIECES):
             shift = max(0, g_m.bit_length() - _BITS)
@@ -133,7 +140,7 @@ def constants(ks: bytes, base: float, denom: Fraction, start: float, step: float
             g_m -= chunk << shift
         out[_PIECES, i] = math.ldexp(float(g_m), g_e)
         if s_m:
-            _phase(out[:, i], f_m * s_m, f_e + s_e, start < 0)
+            _phase(out[:, i], m_m * s_m, m_e + s_e, start < 0)
     if step < 0:
         out[PIECES] = -out[PIECES]
     return out

@@ -4,7 +4,7 @@ The entry of row ``r`` (``0 <= r < 2**32``) and column ``c`` is the exact real n
 
     value(r, c) = scale * trig_c(position(r) * f_k(c))      (0 for a zero column)
     position(r) = start + step * r
-    f_k         = base ** (-k / denom)
+    f_k         = m_k * base ** (-k / denom)                 (m_k = 1 unless ``mults`` are given)
 
 rounded once to the output element type (round-half-even for the float types; the rules of
 :mod:`~posenc_cli.encodings.dtypes` for the others).  ``start``, ``step``, ``scale`` and ``base`` are the exact
@@ -15,10 +15,11 @@ trailing ``None`` for odd ``d``); OpenAI diffusion cosines first with ``denom = 
 ``floor(d/2)`` cosines with ``denom = d/2``.
 
 Domain (checked, :class:`~posenc_cli.errors.SpecError` names the parameter): ``|start| < 2**32`` and every requested
-row's ``|position| < 2**32``; ``0 <= first_row <= stop_row <= 2**32``; ``base`` finite and ``> 1``; ``scale`` finite,
-nonzero, and for float16/bfloat16/float32 output at most the type's largest finite value in magnitude (so no entry
-overflows); ``0 <= k < 2**32``; at most ``2**20`` columns.  Negative positions, fractional starts and steps (0.5,
-1e-3, the float64 nearest to 1/3: its exact value counts) and a zero step are all in the domain.
+row's ``|position| < 2**32`` (divided by the largest frequency multiplier ``m_k`` when ``mults`` are given); ``0 <=
+first_row <= stop_row <= 2**32``; ``base`` finite and ``> 1``; ``scale`` finite, nonzero, and for
+float16/bfloat16/float32 output at most the type's largest finite value in magnitude (so no entry overflows); ``0 <=
+k < 2**32``; at most ``2**20`` columns. Negative positions, fractional starts and steps (0.5, 1e-3, the float64
+nearest to 1/3: its exact value counts) and a zero step are all in the domain.
 
 Accuracy: every entry, float64 included, is correctly rounded, and the same bits on every platform (no libm call).
 How (Ziv's strategy; the modules named hold the proofs):
@@ -182,11 +183,12 @@ def check_sinusoid(
     dtype: npt.DTypeLike = "float32",
     quant_scale: float | None = None,
     zero_point: int | None = None,
+    mults: Sequence[numbers.Rational | float] | None = None,
 ) -> tuple[int, int, Columns, Sinusoid, ElementType]:
     """Validate :func:`sinusoid_rows`'s parameters; return ``(first_row, stop_row, columns, spec, element)``.
 
     Raises :class:`SpecError` whose ``param`` names the culprit (``first_row``, ``stop_row``, ``columns``,
-    ``denom``, ``base``, ``start``, ``step``, ``scale``, ``dtype``, ``quant_scale``, ``zero_point``).
+    ``denom``, ``base``, ``start``, ``step``, ``scale``, ``dtype``, ``quant_scale``, ``zero_point``, ``mults``).
     """
     first = count(first_row, "first_row", 0, MAX_ROWS)
     stop = count(stop_row, "stop_row", 0, MAX_ROWS)
@@ -196,19 +198,39 @@ def check_sinusoid(
     q, b = _denom(denom), check_base(base)
     x0, dx, s = _real(start, "start"), _real(step, "step"), _real(scale, "scale")
     element = _element(dtype, quant_scale, zero_point)
-    if not abs(x0) < MAX_POSITION:
-        raise SpecError(f"start must be below 2**32 in magnitude, got {show(start)}", param="start")
+    m = _mults(mults, cols)
+    top = max(m) if m else Fraction(1)  # the kernel's domain is the angle's: |position * m_k| < 2**32 (f_k <= 1)
+    limit, what = Fraction(MAX_POSITION) / top, "2**32" if top <= 1 else f"2**32 / {float(top):.17g}"
+    if not abs(x0) < limit:
+        raise SpecError(f"start must be below {what} in magnitude, got {show(start)}", param="start")
     last = Fraction(x0) + Fraction(dx) * (stop - 1)  # |position| is convex in the row: start and last suffice
-    if stop > first and not abs(last) < MAX_POSITION:
+    if stop > first and not abs(last) < limit:
         raise SpecError(
-            f"positions must stay below 2**32 in magnitude: row {stop - 1} is at start + step * {stop - 1} = "
+            f"positions must stay below {what} in magnitude: row {stop - 1} is at start + step * {stop - 1} = "
             f"{float(last):.17g}",
             param="stop_row",
         )
     if s == 0 or abs(s) > _FINITE_MAX.get(element.name, math.inf):
-        limit = f" and at most {_FINITE_MAX[element.name]:.8g} in magnitude for {element.name}" if s else ""
-        raise SpecError(f"scale must be nonzero{limit}, got {show(scale)}", param="scale")
-    return first, stop, cols, Sinusoid(b, q, x0, dx, s), element
+        most = f" and at most {_FINITE_MAX[element.name]:.8g} in magnitude for {element.name}" if s else ""
+        raise SpecError(f"scale must be nonzero{most}, got {show(scale)}", param="scale")
+    return first, stop, cols, Sinusoid(b, q, x0, dx, s, m), element
+
+
+def _mults(mults: Sequence[numbers.Rational | float] | None, cols: Columns) -> tuple[Fraction, ...] | None:
+    """Per frequency index ``k``: an exact rational ``2**-64 <= m_k <= 2**32`` (floats taken exactly)."""
+    if mults is None:
+        return None
+    top = int(cols.ks.max()) if len(cols.ks) else 0
+    if isinstance(mults, (str, bytes)) or not isinstance(mults, Sequence) or len(mults) <= top:
+        raise SpecError(f"mults must be a sequence with an entry for every k up to {top}", param="mults")
+    out = []
+    for i, m in enumerate(mults):
+        ok = isinstance(m, (numbers.Rational, float, np.floating)) and not isinstance(m, (bool, np.bool_))
+        q = Fraction(m) if ok and math.isfinite(m) else Fraction(-1)
+        if not Fraction(1, 2**64) <= q <= 2**32:
+            raise SpecError(f"mults[{i}] must be a number in [2**-64, 2**32], got {show(m)}", param="mults")
+        out.append(q)
+    return tuple(out) if any(q != 1 for q in out) else None
 
 
 # ------------------------------------------------------------------------------------------------- public API
@@ -225,6 +247,7 @@ def sinusoid_rows(
     dtype: npt.DTypeLike = "float32",
     quant_scale: float | None = None,
     zero_point: int | None = None,
+    mults: Sequence[numbers.Rational | float] | None = None,
 ) -> np.ndarray:
     """Rows ``first_row .. stop_row - 1`` of the table defined in the module docstring, shape
     ``(stop_row - first_row, len(columns))``, C-contiguous, every entry correctly rounded.
@@ -248,6 +271,10 @@ def sinusoid_rows(
     dtype : {"float32", "float64", "float16", "bfloat16", "q15", "q7", "int8"}
         Output element type (:mod:`posenc_cli.encodings.dtypes`); ``quant_scale`` and ``zero_point`` are int8's
         quantisation step and zero point.
+    mults : sequence of rationals or floats, optional
+        Per frequency index ``k``, an exact multiplier ``m_k`` of the frequency, ``2**-64 <= m_k <= 2**32``: column
+        ``(k, trig)`` is ``scale * trig(position * m_k * base**(-k/denom))`` (RoPE's scaled frequencies,
+        tensor2tensor's ``min_timescale``); positions must then keep ``|position * m_k| < 2**32``.
 
     Examples
     --------
@@ -255,7 +282,17 @@ def sinusoid_rows(
     [[-2.0, 0.0], [-1.0806046117362795, -1.682941969615793]]
     """
     first, stop, cols, spec, element = check_sinusoid(
-        first_row, stop_row, columns, denom=denom, base=base, start=start, step=step, scale=scale, dtype=dtype,
-        quant_scale=quant_scale, zero_point=zero_point,
+        first_row,
+        stop_row,
+        columns,
+        denom=denom,
+        base=base,
+        start=start,
+        step=step,
+        scale=scale,
+        dtype=dtype,
+        quant_scale=quant_scale,
+        zero_point=zero_point,
+        mults=mults,
     )
     return typed_rows(first, stop, cols, spec, element)

@@ -64,6 +64,9 @@ _FORMULAS = {
     ),
 }
 
+#: The parameters of the paper's own table: with any other, the formula above does not describe the table.
+_PAPER_PARAMS = {"seq_len", "d_model", "base", "dtype", "layout", "scale", "zero_point"}
+
 _ALIGN_MACRO = """#ifndef POSENC_ALIGNED
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define POSENC_ALIGNED(n) alignas(n)
@@ -331,7 +334,9 @@ def _comment(table: Table, options: WriteOptions, element: CElement, extra: list
         f"  shape{'' if len(table.arrays) == 1 else ' of ' + symbol}: {' x '.join(map(str, table.arrays[key].shape))}"
         for key, symbol in _symbols(table, options)
     ]
-    formula = _FORMULAS.get(table.kind)
+    formula: tuple[str, ...] | None = _FORMULAS.get(table.kind)
+    if formula and not set(table.params) <= _PAPER_PARAMS:  # a preset or other frequencies: the parameters say it
+        formula = ("the parameters above define the table (posenc generate --help, posenc presets)",)
     if formula:
         lines += [""] + ["  " + line.format(name=options.name) for line in formula]
     lines.append("")
