@@ -9,7 +9,7 @@ The Python API (the CLI ``posenc`` is a thin layer over it)::
 """
 
 from ._version import __version__
-from .api import alibi, generate, load, plan, save, sincos2d
+from .api import alibi, generate, load, plan, rope, save, sincos2d
 from .encodings import sinusoidal
 from .errors import FormatError, OutputError, PosencError, SpecError
 from .formats import FORMATS
@@ -27,6 +27,7 @@ __all__ = [
     "generate",
     "load",
     "plan",
+    "rope",
     "save",
     "sincos2d",
     "sinusoidal",

@@ -27,6 +27,7 @@ import numpy as np
 from . import _atomic
 from .encodings import alibi as alibi_encoding
 from .encodings import check_params, presets, sinusoidal, sinusoidal_rows
+from .encodings import rope as rope_encoding
 from .encodings import sincos2d as sincos2d_encoding
 from .encodings.dtypes import ElementType
 from .errors import FormatError, SpecError
@@ -39,7 +40,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: The keyword arguments of :func:`save` that shape C output.
 C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
-__all__ = ["Output", "alibi", "generate", "sincos2d", "load", "plan", "save", "sinusoidal"]
+__all__ = ["Output", "alibi", "generate", "load", "plan", "rope", "save", "sincos2d", "sinusoidal"]
 
 
 def generate(
@@ -122,6 +123,61 @@ def generate(
     params.update(spec.params())
     params.update(quantisation)
     return Table("sinusoidal", {"pe": array}, params)
+
+
+def rope(
+    seq_len: int,
+    head_dim: int,
+    *,
+    theta: float = 10000.0,
+    layout: str = "half",
+    scaling: str = "none",
+    attention_scaling: bool = True,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+    lazy: bool = False,
+    **scaling_params: object,
+) -> Table:
+    """RoPE caches as HF transformers computes them: a :class:`Table` of kind ``"rope"`` with arrays ``cos`` and
+    ``sin`` (seq_len, head_dim) and ``inv_freq`` (head_dim/2,).
+
+    ``scaling`` is ``none``, ``linear``, ``dynamic``, ``yarn``, ``llama3`` or ``longrope`` with its parameters named
+    as in HF's ``rope_parameters`` (``factor``, ``original_max_positions``, ``max_positions``, ``low_freq_factor``,
+    ``high_freq_factor``, ``beta_fast``, ``beta_slow``, ``truncate``, ``mscale``, ``mscale_all_dim``,
+    ``attention_factor``, ``short_factor``, ``long_factor``); :mod:`posenc_cli.encodings.rope` defines each. HF
+    multiplies cos and sin by the mode's attention scaling (YaRN, LongRoPE); ``attention_scaling=False`` leaves it
+    out (the parameters record its value either way). ``layout`` ``half`` is HF/GPT-NeoX ``rotate_half``,
+    ``interleaved`` GPT-J/llama.cpp's adjacent pairs. Every value is correctly rounded.
+
+    Examples
+    --------
+    >>> t = rope(8, 64, scaling="yarn", factor=4.0, original_max_positions=4096)
+    >>> t.arrays["cos"].shape, t.arrays["inv_freq"].shape, round(t.params["attention_scaling"], 6)
+    ((8, 64), (32,), 1.138629)
+    """
+    _, _, _, element = check_params(1, 1, 10000.0, dtype, scale=scale, zero_point=zero_point)
+    spec = rope_encoding.resolve(
+        seq_len=seq_len, head_dim=head_dim, theta=theta, layout=layout, scaling=scaling,
+        fold_scaling=attention_scaling, **scaling_params,  # type: ignore[arg-type]
+    )  # fmt: skip
+    zero_point_arg = element.zero_point if element.scale is not None else None
+    arrays: dict[str, Array] = {}
+    for part in ("cos", "sin"):
+        rows = functools.partial(
+            rope_encoding.cache_rows, spec, part, dtype=element.name, quant_scale=element.scale,
+            zero_point=zero_point_arg,
+        )  # fmt: skip
+        source = RowSource((spec.seq_len, spec.head_dim), element.storage, rows)
+        arrays[part] = source if lazy else np.asarray(source)
+    arrays["inv_freq"] = rope_encoding.inv_freq(
+        spec, element.name, quant_scale=element.scale, zero_point=zero_point_arg
+    )
+    params: dict[str, Param] = {**spec.params(), "dtype": element.name}
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    axes = {"cos": ("seq_len", "head_dim"), "sin": ("seq_len", "head_dim"), "inv_freq": ("freq",)}
+    return Table("rope", arrays, params, axes)
 
 
 def alibi(

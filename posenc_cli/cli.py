@@ -332,6 +332,108 @@ def alibi(
         _write(ctx, lambda: api.alibi(heads, seq_len, dtype=dtype, scale=scale, zero_point=zero_point))
 
 
+class _Numbers(click.ParamType):  # type: ignore[type-arg]
+    """Comma-separated numbers (LongRoPE's per-frequency factors)."""
+
+    name = "X,Y,..."
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[float, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            return tuple(float(v) for v in str(value).split(","))
+        except ValueError:
+            self.fail(f"expected comma-separated numbers, e.g. 1.0,1.5,2.0, got {value!r}", param, ctx)
+
+
+#: posenc rope's scaling options, in HF's rope_parameters names (the API's keyword arguments).
+_ROPE_SCALING = (
+    "factor", "original_max_positions", "max_positions", "low_freq_factor", "high_freq_factor", "beta_fast",
+    "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "short_factor", "long_factor",
+)  # fmt: skip
+
+
+@cli.command(context_settings={"show_default": True}, short_help="Write RoPE cos/sin caches and inv_freq.")
+@click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Positions (rows) of the caches.")
+@click.option("--head-dim", "head_dim", required=True, type=int, help="Rotary dimension per head (even).")
+@click.option("--theta", type=float, default=10000.0, help="rope_theta, the wavelength base.")
+@click.option(
+    "--layout",
+    type=click.Choice(("half", "interleaved")),
+    default="half",
+    help="half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.",
+)
+@click.option(
+    "--scaling",
+    type=click.Choice(("none", "linear", "dynamic", "yarn", "llama3", "longrope")),
+    default="none",
+    help="HF rope_type.",
+)
+@click.option("--factor", type=float, help="Scaling factor (linear, dynamic, yarn, llama3, longrope).")
+@click.option("--original-max-positions", "original_max_positions", type=int, help="Pre-training context length.")
+@click.option("--max-positions", "max_positions", type=int, help="max_position_embeddings (dynamic, yarn, longrope).")
+@click.option("--low-freq-factor", "low_freq_factor", type=float, help="llama3.  [default: 1]")
+@click.option("--high-freq-factor", "high_freq_factor", type=float, help="llama3.  [default: 4]")
+@click.option("--beta-fast", "beta_fast", type=float, help="yarn.  [default: 32]")
+@click.option("--beta-slow", "beta_slow", type=float, help="yarn.  [default: 1]")
+@click.option("--truncate/--no-truncate", default=None, help="yarn: floor/ceil the correction range.  [default: on]")
+@click.option("--mscale", type=float, help="yarn: DeepSeek's mscale.")
+@click.option("--mscale-all-dim", "mscale_all_dim", type=float, help="yarn: DeepSeek's mscale_all_dim.")
+@click.option("--attention-factor", "attention_factor", type=float, help="yarn/longrope: the scaling, given.")
+@click.option("--short-factor", "short_factor", type=_Numbers(), help="longrope: head_dim/2 factors.")
+@click.option("--long-factor", "long_factor", type=_Numbers(), help="longrope: head_dim/2 factors.")
+@click.option(
+    "--no-attention-scaling",
+    "no_attention_scaling",
+    is_flag=True,
+    help="Leave the attention scaling HF folds into cos/sin (yarn, longrope) out of them.",
+)
+@_element_options
+@_output_options
+@click.pass_context
+def rope(
+    ctx: click.Context,
+    /,
+    seq_len: int,
+    head_dim: int,
+    theta: float,
+    layout: str,
+    scaling: str,
+    no_attention_scaling: bool,
+    dtype: str,
+    scale: float | None,
+    zero_point: int | None,
+    **_: Any,
+) -> None:
+    """Write RoPE caches: cos and sin (seq_len, head_dim) and inv_freq (head_dim/2), as HF transformers'
+    LlamaRotaryEmbedding and ROPE_INIT_FUNCTIONS compute them.
+
+    cos[p, j] = a * cos(p * inv_freq[k]), sin[p, j] = a * sin(p * inv_freq[k]) with k = j mod head_dim/2 (half)
+    or j // 2 (interleaved), inv_freq[k] = theta^(-2k/head_dim) scaled by the --scaling mode, and a the mode's
+    attention scaling (1 except yarn and longrope; --no-attention-scaling leaves it out). dynamic is evaluated at
+    --seq-len. Every value is the exact value correctly rounded.
+
+    \b
+    Examples:
+      posenc rope -n 4096 --head-dim 128 -o rope.npz
+      posenc rope -n 8192 --head-dim 128 --theta 500000 --scaling llama3 --factor 8 \\
+          --original-max-positions 8192 -o llama31_rope.h
+      posenc rope -n 4096 --head-dim 64 --scaling yarn --factor 4 --original-max-positions 4096 --part cos -o cos.npy
+    """
+    p = ctx.params
+    given = {key: p[key] for key in _ROPE_SCALING if p[key] is not None}
+    with _mapped_errors(ctx):
+        check_params(1, 1, 10000.0, dtype, scale=scale, zero_point=zero_point)
+        _write(
+            ctx,
+            lambda: api.rope(
+                seq_len, head_dim, theta=theta, layout=layout, scaling=scaling,
+                attention_scaling=not no_attention_scaling, dtype=dtype, scale=scale, zero_point=zero_point,
+                lazy=True, **given,
+            ),
+        )  # fmt: skip
+
+
 class _Grid(click.ParamType):  # type: ignore[type-arg]
     """``H`` or ``HxW``."""
 
