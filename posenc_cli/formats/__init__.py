@@ -96,6 +96,13 @@ FORMATS: dict[str, Format] = {
         _lazy("npz", "dump"),
         _lazy("npz", "load"),
     ),
+    "safetensors": Format(
+        "safetensors",
+        (".safetensors",),
+        "Hugging Face safetensors: every array of the table, and its parameters",
+        _lazy("safetensors", "dump"),
+        _lazy("safetensors", "load"),
+    ),
     "h5": Format(
         "h5", (".h5", ".hdf5"), "HDF5 dataset with parameter attributes", _lazy("hdf5", "dump"), _lazy("hdf5", "load")
     ),

@@ -1,0 +1,272 @@
+"""Hugging Face ``.safetensors``: every array of a table and its parameters, readable by ``safetensors.safe_open``.
+
+Spec: https://github.com/huggingface/safetensors#format (https://huggingface.co/docs/safetensors/).
+
+Layout written::
+
+    <uint64 LE N>
+    N bytes of JSON, padded with spaces so that N is a multiple of 8:
+    {"__metadata__":{"posenc":"<meta>"},"pe":{"data_offsets":[0,512],"dtype":"F32","shape":[16,8]}}
+    the raw little-endian C-order values of each array, back to back, no gaps
+
+The header is canonical JSON (sorted keys, no spaces, ASCII only). ``<meta>`` is the one metadata entry,
+``"posenc"``: the canonical JSON string ``{"generator":"posenc X.Y.Z","kind":...,"params":{...}}`` (the content of
+the ``.npz``'s ``posenc.json``). The data follows the table's order, except that arrays of wider elements come first
+(a stable sort by element size; the reference writer also orders by alignment): with the header padded to 8 bytes,
+every array then starts on a multiple of its element size, so a memory-mapped reader can use it in place. Every array
+of a posenc table has the same element type, so for those the order is exactly the table's. Arrays are written in row
+blocks, so a table produced block by block streams into the file.
+
+Element types (posenc dtype -> safetensors dtype): float32 ``F32``, float64 ``F64``, float16 ``F16``, bfloat16
+``BF16`` (posenc holds its bit patterns as ``uint16``; a ``uint16`` array is ``BF16`` exactly when the table's
+``dtype`` parameter is ``bfloat16``, else ``U16``), q15 ``I16``, q7 and int8 ``I8`` (their meaning, with int8's
+``scale`` and ``zero_point``, is in the parameters). Arrays read from other files may also be ``BOOL``, ``U8``,
+``U16``, ``I32``, ``U32``, ``I64`` or ``U64``; other types (the 8-bit floats, complex) are refused.
+
+Round trip: arrays (values, dtypes, shapes, order), kind and parameters; not the axis names.
+
+Reading: any valid file, whoever wrote it (``safetensors.torch.save_file`` of a learned position table, say). Without
+``"posenc"`` metadata the table is of kind ``"array"``; other metadata is not kept. ``BF16`` tensors come back as
+their ``uint16`` bit patterns when the table is a bfloat16 one: its ``"posenc"`` metadata says ``dtype`` bfloat16,
+or, without it, every tensor is ``BF16`` (the parameters are then ``{"dtype": "bfloat16"}``, as an ``.npy``'s
+sidecar would say). In a file that mixes ``BF16`` with other types, ``BF16`` tensors are widened to ``float32``, which
+holds every bfloat16 value exactly: a table has one ``dtype`` parameter. The reader checks everything the spec
+promises before it reads any data (header length and JSON, known dtypes, offsets that match the shapes and tile the
+data exactly, file size), so a hostile file costs at most its own size in memory and fails with ``FormatError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import FormatError
+from ..table import Array, Param, Table
+from ._blocks import row_blocks
+from .options import WriteOptions
+
+#: The metadata key that carries the table's kind and parameters.
+META = "posenc"
+#: The header key the format reserves for string-to-string metadata.
+METADATA = "__metadata__"
+#: The largest header posenc reads: the format's own limit (the reference reader refuses bigger ones).
+MAX_HEADER = 100_000_000
+#: Header padding: the data starts 8-byte aligned, so each array is aligned to its element size.
+ALIGN = 8
+
+#: Every safetensors dtype posenc reads, with its little-endian numpy storage (``BF16`` as its bit patterns).
+DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(storage)
+    for name, storage in (
+        ("F64", "<f8"),
+        ("I64", "<i8"),
+        ("U64", "<u8"),
+        ("F32", "<f4"),
+        ("I32", "<i4"),
+        ("U32", "<u4"),
+        ("F16", "<f2"),
+        ("BF16", "<u2"),
+        ("I16", "<i2"),
+        ("U16", "<u2"),
+        ("I8", "|i1"),
+        ("U8", "|u1"),
+        ("BOOL", "|b1"),
+    )
+}
+#: numpy dtype -> safetensors dtype for writing; ``uint16`` becomes ``BF16`` in a bfloat16 table.
+_NAMES = {dtype: name for name, dtype in DTYPES.items() if name != "BF16"}
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _dtype_name(table: Table, key: str, array: Array) -> str:
+    dtype = array.dtype.newbyteorder("<")
+    if dtype == np.dtype("<u2") and table.params.get("dtype") == "bfloat16":
+        return "BF16"
+    if dtype not in _NAMES:
+        raise FormatError(
+            f"array {key!r} holds {array.dtype}, which posenc does not write to .safetensors; "
+            "it writes bool, 8- to 64-bit integers, float16, float32, float64 and the uint16 bits of bfloat16 tables"
+        )
+    return _NAMES[dtype]
+
+
+def header(table: Table) -> tuple[bytes, list[tuple[str, Array]]]:
+    """The length prefix and padded JSON header of ``table``, and its arrays in the order their data follows.
+
+    Examples
+    --------
+    >>> head, order = header(Table("array", {"x": np.zeros((2, 3), np.float32)}))
+    >>> len(head) % 8, [key for key, _ in order]
+    (0, ['x'])
+    """
+    order = sorted(table.arrays.items(), key=lambda item: -item[1].dtype.itemsize)
+    meta = {"generator": f"posenc {__version__}", "kind": table.kind, "params": dict(table.params)}
+    entries: dict[str, Any] = {METADATA: {META: _canonical(meta)}}
+    offset = 0
+    for key, array in order:
+        if key == METADATA:
+            raise FormatError(f"an array cannot be named {METADATA!r} in a .safetensors file: the format reserves it")
+        size = array.size * array.dtype.itemsize
+        entries[key] = {
+            "dtype": _dtype_name(table, key, array),
+            "shape": [int(n) for n in array.shape],
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    text = _canonical(entries).encode("ascii")
+    text += b" " * (-len(text) % ALIGN)
+    return len(text).to_bytes(8, "little") + text, order
+
+
+def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
+    """Write every array of ``table`` (and its parameters) to ``fp`` as ``.safetensors``, block by block."""
+    head, order = header(table)
+    fp.write(head)
+    for _, array in order:
+        dtype = array.dtype.newbyteorder("<")
+        if array.ndim == 0:
+            fp.write(np.ascontiguousarray(array, dtype).tobytes())
+            continue
+        for _, block in row_blocks(array):
+            fp.write(np.ascontiguousarray(block, dtype).tobytes())
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; the spec disallows duplicate keys, which ``json`` would silently merge."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice")
+        out[key] = value
+    return out
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _read_header(fp: BinaryIO, size: int) -> tuple[int, dict[str, Any]]:
+    """The header's length and its JSON object, checked against the file's ``size``."""
+    prefix = fp.read(8)
+    if len(prefix) < 8:
+        raise FormatError(f"not a .safetensors file: {len(prefix)} bytes, too short for the 8-byte header length")
+    length = int.from_bytes(prefix, "little")
+    if length > MAX_HEADER:
+        raise FormatError(
+            f"not a .safetensors file: its header length is {length} bytes, more than the format's {MAX_HEADER}"
+        )
+    if length > size - 8:
+        raise FormatError(f"truncated .safetensors file: the header length is {length} bytes, found {size - 8}")
+    text = fp.read(length)
+    if not text.startswith(b"{"):
+        raise FormatError("not a .safetensors file: its header does not start with '{'")
+    try:
+        parsed = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FormatError(f"not a .safetensors file: its header is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise FormatError("not a .safetensors file: its header is not a JSON object")
+    return length, parsed
+
+
+def _posenc_meta(metadata: object) -> tuple[str, dict[str, Param]] | None:
+    """The kind and parameters in the ``"posenc"`` metadata, ``None`` when there is none."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise FormatError(f"the .safetensors header's {METADATA!r} must map names to strings")
+    if META not in metadata:
+        return None
+    try:
+        meta = json.loads(metadata[META])
+        kind, params = str(meta["kind"]), dict(meta["params"])
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise FormatError(f"the .safetensors metadata {META!r} is not posenc's: {exc}") from None
+    if not all(isinstance(v, (int, float, str, bool)) for v in params.values()):
+        raise FormatError(f"the .safetensors metadata {META!r} is not posenc's: parameters must be numbers or strings")
+    return kind, params
+
+
+#: One tensor of the header, checked: ``(begin, end, key, shape, dtype name)``, sortable by its place in the data.
+Entry = tuple[int, int, str, tuple[int, ...], str]
+
+
+def _entries(header: dict[str, Any], data_size: int) -> list[Entry]:
+    """The header's tensors in data order, after checking each against the spec and the ``data_size`` bytes."""
+    tensors: list[Entry] = []
+    for key, info in header.items():
+        if not isinstance(info, dict):
+            raise FormatError(f"tensor {key!r}: expected an object with dtype, shape and data_offsets")
+        name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if name not in DTYPES:
+            raise FormatError(f"tensor {key!r} has dtype {name!r}; posenc reads {', '.join(DTYPES)}")
+        if not isinstance(shape, list) or not all(_is_count(n) for n in shape):
+            raise FormatError(f"tensor {key!r}: shape must be a list of non-negative integers, got {shape!r}")
+        if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(n) for n in offsets):
+            raise FormatError(f"tensor {key!r}: data_offsets must be two non-negative integers, got {offsets!r}")
+        need = math.prod(shape) * DTYPES[name].itemsize
+        if offsets[1] - offsets[0] != need:
+            raise FormatError(
+                f"tensor {key!r}: {name} of shape {shape} needs {need} bytes, its data_offsets {offsets} "
+                f"hold {offsets[1] - offsets[0]}"
+            )
+        tensors.append((offsets[0], offsets[1], key, tuple(shape), name))
+    if not tensors:
+        raise FormatError("the .safetensors file holds no tensor")
+    tensors.sort()
+    # The tensors must tile the data exactly: checked before any data is read, a header that claims terabytes,
+    # or many tensors over the same bytes, costs nothing.
+    position = 0
+    for begin, end, key, _, _ in tensors:
+        if begin != position:
+            problem = "overlaps the one before it" if begin < position else f"leaves {begin - position} bytes unused"
+            raise FormatError(f"tensor {key!r} starts at byte {begin} of the data and {problem}; the spec forbids it")
+        position = end
+    if position > data_size:
+        raise FormatError(
+            f"truncated .safetensors file: the header promises {position} bytes of data, found {data_size}"
+        )
+    if position < data_size:
+        raise FormatError(f"the .safetensors file has {data_size - position} bytes after its last tensor, not 0")
+    return tensors
+
+
+def load(fp: BinaryIO) -> Table:
+    """Read every tensor and posenc's parameters; ``FormatError`` when ``fp`` is not a valid ``.safetensors`` file.
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"x": np.arange(3.0)}), buffer, WriteOptions())
+    >>> _ = buffer.seek(0)
+    >>> load(buffer).arrays["x"].tolist()
+    [0.0, 1.0, 2.0]
+    """
+    start = fp.tell()
+    size = fp.seek(0, 2) - start
+    fp.seek(start)
+    length, header = _read_header(fp, size)
+    found = _posenc_meta(header.pop(METADATA, None))
+    tensors = _entries(header, size - 8 - length)
+    bfloat16 = found is not None and found[1].get("dtype") == "bfloat16"
+    if found is None and all(name == "BF16" for *_, name in tensors):
+        found, bfloat16 = ("array", {"dtype": "bfloat16"}), True
+    arrays: dict[str, np.ndarray] = {}
+    for begin, end, key, shape, name in tensors:
+        data = fp.read(end - begin)
+        if len(data) != end - begin:
+            raise FormatError(f"truncated .safetensors file: tensor {key!r} ends at byte {begin + len(data)}")
+        array = np.frombuffer(data, DTYPES[name]).reshape(shape)
+        if name == "BF16" and not bfloat16:
+            array = (array.astype("<u4") << 16).view("<f4")  # bfloat16 is the top half of a binary32: exact
+        arrays[key] = array.astype(array.dtype.newbyteorder("="), copy=False)
+    kind, params = found if found is not None else ("array", {})
+    return Table(kind, arrays, params)
