@@ -176,7 +176,7 @@ def rope(
     params: dict[str, Param] = {**spec.params(), "dtype": element.name}
     if element.scale is not None:
         params.update(scale=element.scale, zero_point=element.zero_point)
-    axes = {"cos": ("seq_len", "head_dim"), "sin": ("seq_len", "head_dim"), "inv_freq": ("freq",)}
+    axes = {"cos": ("seq_len", "head_dim"), "sin": ("seq_len", "head_dim"), "inv_freq": ("freqs",)}
     return Table("rope", arrays, params, axes)
 
 

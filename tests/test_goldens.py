@@ -3,7 +3,7 @@
 Agreement (tests/goldens/README.md): bit-identical where the framework computes in float64 and rounds once
 (DistilBERT/XLM); ALiBi within BLOOM's own float32 error, relative 2**-20 (BLOOM raises a float32-rounded base to
 integer powers, which drifts a few ulps from the exact slopes posenc writes).
-The presets, RoPE and 2-D goldens are exercised as those commands land.
+The preset goldens are checked in test_presets.py, RoPE in test_rope.py and 2-D sincos in test_sincos2d.py.
 """
 
 from __future__ import annotations

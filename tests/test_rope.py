@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 from pathlib import Path
 
 import h5py
@@ -25,6 +26,7 @@ from posenc_cli.cli import cli
 from posenc_cli.encodings.rope import cache_rows, inv_freq, resolve
 from posenc_cli.errors import SpecError
 
+from .conftest import require_tool
 from .test_encodings import _bits, rounded
 
 GOLDENS = Path(__file__).resolve().parent / "goldens"
@@ -246,3 +248,42 @@ def test_cli_writes_every_array(tmp_path):
         result = CliRunner().invoke(cli, [*bad, "-o", str(tmp_path / "bad.npz")])
         assert result.exit_code == 2 and option in result.output and len(result.output.strip().splitlines()) == 1
         assert not (tmp_path / "bad.npz").exists()
+
+
+C_PROGRAM = """#include <stdio.h>
+#include "rope.h"
+static void dump(const void *p, unsigned long n) {
+    const unsigned char *q = (const unsigned char *)p;
+    unsigned long k;
+    for (k = 0; k < n; k++) printf("%02x", q[k]);
+    printf("\\n");
+}
+int main(void) {
+    dump(rope_cos, (unsigned long)sizeof(rope_cos));
+    dump(rope_sin, (unsigned long)sizeof(rope_sin));
+    dump(rope_inv_freq, (unsigned long)sizeof(rope_inv_freq));
+    printf("%d %d %d\\n", ROPE_SEQ_LEN, ROPE_HEAD_DIM, ROPE_FREQS);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(("compiler", "std"), [("gcc", "c89"), ("clang", "c11"), ("g++", "c++11")])
+def test_c_header_holds_every_cache_and_compiles(tmp_path, compiler, std):
+    """The real compilers read the three arrays back byte for byte (llama3 scaling, interleaved layout)."""
+    args = ["rope", "-n", "9", "--head-dim", "12", "--theta", "500000", "--scaling", "llama3", "--factor", "8"]
+    args += ["--original-max-positions", "64", "--layout", "interleaved"]
+    result = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "rope.h")])
+    assert result.exit_code == 0, result.output
+    (tmp_path / "main.c").write_text(C_PROGRAM)
+    exe = tmp_path / "prog"
+    lang = "c++" if compiler == "g++" else "c"
+    flags = ["-Wall", "-Wextra", "-Wpedantic", "-Werror"]
+    cmd = [require_tool(compiler), "-x", lang, f"-std={std}", *flags, "-I", str(tmp_path), str(tmp_path / "main.c")]
+    build = subprocess.run([*cmd, "-o", str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    cos, sin, inv, dims = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    table = posenc_cli.rope(9, 12, theta=500000.0, scaling="llama3", factor=8.0, original_max_positions=64,
+                            layout="interleaved")  # fmt: skip
+    assert [cos, sin, inv] == [table.arrays[k].astype("<f4").tobytes().hex() for k in ("cos", "sin", "inv_freq")]
+    assert dims == "9 12 6"
