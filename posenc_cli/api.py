@@ -14,13 +14,16 @@ atomically through :mod:`posenc_cli._atomic`. It never prints and never exits; e
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import BinaryIO, Union
 
 import numpy as np
 
@@ -258,7 +261,7 @@ class Output:
     paths: tuple[Path, ...]
 
 
-def plan(path: PathLike, *, format: str | None = None, name: str | None = None) -> Output:
+def plan(path: PathLike, *, format: str | None = None, name: str | None = None, check_paths: bool = True) -> Output:
     """Check an output before any work is done: format known, name valid, every file writable.
 
     Raises
@@ -281,7 +284,7 @@ def plan(path: PathLike, *, format: str | None = None, name: str | None = None) 
                 param="format",
             )
         paths.append(companion)
-    for p in paths:
+    for p in paths if check_paths else ():
         _atomic.check_writable(p)
     return Output(fmt, table_name, tuple(paths))
 
@@ -295,9 +298,16 @@ def save(
     header: bool = True,
     command: str | None = None,
     part: str | None = None,
+    check: bool = False,
+    stdout: BinaryIO | None = None,
     **c_options: object,
 ) -> list[Path]:
     """Write ``table`` (or a bare 2-D array) to ``path`` atomically; return every path written.
+
+    With ``check=True`` nothing is written: the result is the paths whose content would change (missing or
+    different; an empty list means every output is up to date). With ``stdout`` (a binary stream) the one output is
+    built in full in a temporary file, then copied to the stream; ``path`` then only names the format and table
+    (``"-"`` with ``format=``), nothing is written to disk and the result is empty.
 
     Parameters
     ----------
@@ -333,7 +343,7 @@ def save(
             table = table.part(part)
         except KeyError as exc:
             raise SpecError(str(exc.args[0]), param="part") from None
-    out = plan(path, format=format, name=name)
+    out = plan(path, format=format, name=name, check_paths=stdout is None)
     if out.format.single and len(table.arrays) > 1:
         raise SpecError(
             f"this {table.kind} table holds {len(table.arrays)} arrays ({', '.join(table.arrays)}) and "
@@ -355,10 +365,34 @@ def save(
         group=name,
         **c_options,  # type: ignore[arg-type]
     )
-    with _atomic.atomic_outputs(out.paths) as files:
+
+    def dump(files: Sequence[BinaryIO]) -> None:
         out.format.dump(table, files[0], options)
         if companion is not None and len(out.paths) > 1:
             companion.dump(table, files[1], dataclasses.replace(options, filename=out.paths[1].name))
+
+    if stdout is not None:
+        if len(out.paths) > 1:
+            raise SpecError(
+                f"the {out.format.name} format writes a {out.paths[1].suffix} file beside its output and stdout takes "
+                "one file: write to files, or pick a one-file format (h for C)",
+                param="output",
+            )
+        with tempfile.TemporaryFile() as tmp:  # built in full before the first byte goes out
+            dump([tmp])
+            tmp.seek(0)
+            shutil.copyfileobj(tmp, stdout, 1 << 20)
+            stdout.flush()
+        return []
+    if check:
+        with contextlib.ExitStack() as stack:
+            files: list[BinaryIO] = [stack.enter_context(tempfile.TemporaryFile()) for _ in out.paths]
+            dump(files)
+            for fp in files:
+                fp.flush()
+            return [path for fp, path in zip(files, out.paths, strict=True) if not _atomic._same_content(fp, path)]
+    with _atomic.atomic_outputs(out.paths) as outputs:
+        dump(outputs)
     return list(out.paths)
 
 

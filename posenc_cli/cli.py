@@ -111,7 +111,9 @@ def _element_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Where and how to write: the same options on every command that writes a table."""
     options = [
-        click.option("-o", "--output", required=True, type=str, help="Output file; its suffix picks the format."),
+        click.option(
+            "-o", "--output", required=True, type=str, help="Output file (its suffix picks the format); - for stdout."
+        ),
         click.option(
             "-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP})."
         ),
@@ -141,6 +143,12 @@ def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("-v", "--verbose", is_flag=True, help="Say what was written (on stderr)."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar or notes, even on a terminal."),
+        click.option(
+            "--check", is_flag=True, help="Write nothing; exit 0 if the output is up to date, 1 if it would change."
+        ),
+        click.option(
+            "--json", "as_json", is_flag=True, help="Print a report (paths, format, shapes, sha256) on stdout."
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -151,17 +159,32 @@ _C_OPTIONS = ("lang", "namespace", "align", "progmem", "float_literal", "half_ty
 
 
 def _write(ctx: click.Context, make: Callable[[], Table]) -> None:
-    """Check the output options, build the table (lazily where it can), write it, report."""
+    """Check the output options, build the table (lazily where it can), write it (or check it), report."""
     p = ctx.params
     c_options: dict[str, object] = {key: p[key] for key in _C_OPTIONS}
     WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
-    out = api.plan(p["output"], format=p["format_"], name=p["name"])
+    to_stdout = p["output"] == "-"
+    if to_stdout:
+        if p["format_"] is None:
+            raise SpecError(f"-o - writes to stdout and needs --format ({', '.join(FORMATS)})", param="format_")
+        if p["check"] or p["as_json"]:
+            flag = "--check" if p["check"] else "--json"
+            raise SpecError(
+                f"{flag} reports on stdout, which -o - takes for the table: write to a file", param="output"
+            )
+    out = api.plan(p["output"], format=p["format_"], name=p["name"], check_paths=not to_stdout)
     table = make()
     if p["part"] is not None:
         table = _checked_part(table, p["part"])
     command = _canonical_command(ctx, out.name)
-    with _progress(table, out.format.text, p["quiet"]) as shown, warnings.catch_warnings(record=True) as notes:
+    digests: dict[str, str] = {}
+    with (
+        _progress(table, out.format.text, p["quiet"] or to_stdout) as shown,
+        warnings.catch_warnings(record=True) as notes,
+    ):
         warnings.simplefilter("always", PosencWarning)
+        if p["as_json"]:
+            shown = _hashing(shown, digests)
         written = api.save(
             shown,
             p["output"],
@@ -169,15 +192,99 @@ def _write(ctx: click.Context, make: Callable[[], Table]) -> None:
             name=p["name"] and out.name,
             header=p["header"],
             command=command,
+            check=p["check"],
+            stdout=click.get_binary_stream("stdout") if to_stdout else None,
             **c_options,  # type: ignore[arg-type]  # checked by WriteOptions above
         )
     if not p["quiet"]:
         for note in notes:
             click.echo(f"Note: {note.message}", err=True)
+    if p["check"]:
+        _report_check(written, p["as_json"], p["quiet"])
+        return
+    if p["as_json"]:
+        _report_json(table, out.format.name, written, digests)
     if p["verbose"]:
         shapes = ", ".join(" x ".join(map(str, a.shape)) for a in table.arrays.values())
         for path in written:
             _say(f"wrote {path} ({out.format.name}, {shapes} {p['dtype']}, {path.stat().st_size:,} bytes)")
+
+
+def _report_check(changed: Sequence[Path], as_json: bool, quiet: bool) -> None:
+    """``--check``: exit 0 when every output is up to date, 1 (saying which would change) otherwise."""
+    if as_json:
+        import json
+
+        doc = {"up_to_date": not changed, "would_change": [str(p) for p in changed]}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    if changed and not quiet:
+        for path in changed:
+            click.echo(f"would {'rewrite' if path.exists() else 'create'} {path}", err=True)
+    if changed:
+        sys.exit(1)
+
+
+def _hashing(table: Table, digests: dict[str, str]) -> Table:
+    """The table, with each array's sha256 (stored values, little-endian, row-major: the bytes of a .npy's data or
+    a .bin) taken as the writer reads its rows, so ``--json`` costs no second pass; an array read out of order or
+    more than once is hashed again at the end (:func:`_report_json`)."""
+    import hashlib
+
+    arrays: dict[str, Any] = {}
+    for key, array in table.arrays.items():
+        if not isinstance(array, RowSource):
+            arrays[key] = array
+            continue
+        state = {"next": 0, "hash": hashlib.sha256(), "ok": True}
+
+        def rows(lo: int, hi: int, src: RowSource = array, st: dict[str, Any] = state, key: str = key) -> np.ndarray:
+            block = src[lo:hi]
+            if st["ok"] and lo == st["next"]:
+                st["hash"].update(_le_bytes(block))
+                st["next"] = hi
+                if hi == src.shape[0]:
+                    digests[key] = st["hash"].hexdigest()
+            else:
+                st["ok"] = False
+                digests.pop(key, None)
+            return block
+
+        arrays[key] = RowSource(array.shape, array.dtype, rows)
+    return Table(table.kind, arrays, table.params, table.axes)
+
+
+def _le_bytes(block: np.ndarray) -> bytes:
+    return np.ascontiguousarray(block, block.dtype.newbyteorder("<")).tobytes()
+
+
+def _report_json(table: Table, format_name: str, written: Sequence[Path], digests: dict[str, str]) -> None:
+    """``--json``: what was written, on stdout, as canonical JSON."""
+    import hashlib
+    import json
+
+    from .formats._blocks import row_blocks
+
+    arrays = {}
+    for key, array in table.arrays.items():
+        digest = digests.get(key)
+        if digest is None:
+            h = hashlib.sha256()
+            for _, block in row_blocks(array):
+                h.update(_le_bytes(np.asarray(block)))
+            digest = h.hexdigest()
+        arrays[key] = {
+            "shape": list(array.shape),
+            "dtype": str(table.params.get("dtype", array.dtype)),
+            "sha256": digest,
+        }
+    doc = {
+        "format": format_name,
+        "kind": table.kind,
+        "params": dict(table.params),
+        "outputs": [{"path": str(p), "bytes": p.stat().st_size} for p in written],
+        "arrays": arrays,
+    }
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
 
 
 def _checked_part(table: Table, part: str) -> Table:
@@ -503,7 +610,7 @@ def _canonical_command(ctx: click.Context, name: str) -> str:
     words = ["posenc", ctx.command.name or ""]
     for param in ctx.command.params:
         value = name if param.name == "name" else ctx.params.get(param.name or "")
-        if param.name in ("verbose", "quiet", "output") or value is None or value is False:
+        if param.name in ("verbose", "quiet", "output", "check", "as_json") or value is None or value is False:
             continue
         if isinstance(value, tuple):
             value = "x".join(map(str, value))

@@ -228,3 +228,93 @@ def test_unchanged_output_is_left_untouched_and_a_changed_one_replaced(tmp_path)
     assert run("generate", "-n", "9", "-d", "4", "-o", str(out)).exit_code == 0
     assert out.stat().st_mtime != past and "PE_SEQ_LEN 9" in out.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pe.h"]
+
+
+# ------------------------------------------------------------------------------ pipelines: --check, -o -, --json
+@pytest.mark.parametrize("suffix", [".npy", ".h", ".c", ".csv", ".h5", ".npz", ".safetensors"])
+def test_check_tells_whether_the_output_would_change_and_writes_nothing(tmp_path, suffix):
+    out = tmp_path / f"pe{suffix}"
+    args = ["generate", "-n", "8", "-d", "6", "-o", str(out)]
+    missing = run(*args, "--check")
+    assert missing.exit_code == 1 and f"would create {out}" in missing.stderr and not out.exists()
+    assert sorted(os.listdir(tmp_path)) == []  # not even a temporary file
+    assert run(*args).exit_code == 0
+    written = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
+    up_to_date = run(*args, "--check")
+    assert up_to_date.exit_code == 0 and up_to_date.stdout == "" and up_to_date.stderr == ""
+    changed = run("generate", "-n", "9", "-d", "6", "-o", str(out), "--check")
+    assert changed.exit_code == 1 and f"would rewrite {out}" in changed.stderr
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()} == written
+    rewritten = run(*args)  # a normal run of the same table leaves every file untouched, mtime included
+    assert rewritten.exit_code == 0
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()} == written
+
+
+def test_check_json_report(tmp_path):
+    import json
+
+    out = tmp_path / "pe.npy"
+    result = run("generate", "-n", "8", "-d", "6", "-o", str(out), "--check", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == {"up_to_date": False, "would_change": [str(out)]}
+
+
+@pytest.mark.parametrize("fmt", ["npy", "npz", "safetensors", "h5", "csv", "h", "bin"])
+def test_stdout_gets_the_same_bytes_as_a_file(tmp_path, fmt):
+    out = tmp_path / f"pe.{fmt}"
+    args = ["generate", "-n", "8", "-d", "6", "--name", "pe", "-f", fmt]
+    if fmt == "bin":  # two files: refused on stdout, one line, nothing written
+        assert_one_line_error(run(*args, "-o", "-"), 2, "-o", "stdout")
+        return
+    piped = run(*args, "-o", "-")
+    assert piped.exit_code == 0 and piped.stderr == ""
+    assert run(*args, "-o", str(out)).exit_code == 0
+    want = out.read_bytes()
+    if fmt == "h":  # the provenance comment names the output: "-" (the file name and in "-o -")
+        want = want.replace(b"pe.h", b"-")
+    assert piped.stdout_bytes == want
+
+
+def test_stdout_usage_errors():
+    assert_one_line_error(run("generate", "-n", "4", "-d", "4", "-o", "-"), 2, "--format", "stdout")
+    assert_one_line_error(run("generate", "-n", "4", "-d", "4", "-o", "-", "-f", "c"), 2, "stdout")
+    assert_one_line_error(run("generate", "-n", "4", "-d", "4", "-o", "-", "-f", "npy", "--json"), 2, "--json")
+    assert_one_line_error(run("generate", "-n", "4", "-d", "4", "-o", "-", "-f", "npy", "--check"), 2, "--check")
+
+
+def test_stdout_through_a_real_pipe():
+    """The table reaches a consumer process intact (numpy reading the pipe)."""
+    cmd = [sys.executable, "-m", "posenc_cli", "generate", "-n", "32", "-d", "16", "-f", "npy", "-o", "-"]
+    produced = subprocess.run(cmd, capture_output=True, check=True)
+    import io
+
+    assert np.load(io.BytesIO(produced.stdout)).tobytes() == posenc_cli.sinusoidal(32, 16).tobytes()
+    assert produced.stderr == b""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["generate", "-n", "40", "-d", "10", "-p", "fairseq"],
+        ["rope", "-n", "12", "--head-dim", "8"],
+        ["alibi", "-H", "6", "-n", "5"],
+        ["sincos2d", "-g", "3x2", "-d", "8"],
+    ],
+)
+def test_json_report_names_every_output_and_hashes_the_data(tmp_path, args):
+    import hashlib
+    import json
+
+    out = tmp_path / "t.npz"
+    result = run(*args, "-o", str(out), "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "npz" and doc["outputs"] == [{"path": str(out), "bytes": out.stat().st_size}]
+    with np.load(out) as data:
+        for key, entry in doc["arrays"].items():
+            array = data[key]
+            assert entry["shape"] == list(array.shape)
+            assert entry["sha256"] == hashlib.sha256(np.ascontiguousarray(array, "<f4").tobytes()).hexdigest()
+    assert doc["kind"] == json.loads(bytes(np.load(out)["posenc.json"]).decode())["kind"]
+    again = run(*args, "-o", str(tmp_path / "u.npz"))  # --json changes nothing in the file
+    assert again.exit_code == 0 and (tmp_path / "u.npz").read_bytes() == out.read_bytes()
