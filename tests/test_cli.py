@@ -318,3 +318,69 @@ def test_json_report_names_every_output_and_hashes_the_data(tmp_path, args):
     assert doc["kind"] == json.loads(bytes(np.load(out)["posenc.json"]).decode())["kind"]
     again = run(*args, "-o", str(tmp_path / "u.npz"))  # --json changes nothing in the file
     assert again.exit_code == 0 and (tmp_path / "u.npz").read_bytes() == out.read_bytes()
+
+
+# --------------------------------------------------------------------------- plot, show, completion, --help
+def test_plot_writes_a_png_an_image_library_opens(tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "pe.png"
+    result = run("plot", "-n", "128", "-d", "64", "--dims", "0,1,10", "-o", str(out))
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == "", result.output
+    with Image.open(out) as image:
+        assert image.format == "PNG" and image.size == (800, 900)  # 8 x 9 in at 100 dpi: heatmap + line panel
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3).astype(int)
+    assert len(np.unique(pixels, axis=0)) > 200  # a real heatmap, not a blank canvas
+    assert np.any((pixels[:, 0] > 150) & (pixels[:, 2] < 90)) and np.any((pixels[:, 2] > 150) & (pixels[:, 0] < 90))
+    npy = tmp_path / "rope.npz"
+    assert run("rope", "-n", "32", "--head-dim", "16", "-o", str(npy)).exit_code == 0
+    assert run("plot", str(npy), "--part", "sin", "-o", str(tmp_path / "sin.png")).exit_code == 0
+    with Image.open(tmp_path / "sin.png") as image:
+        assert image.size == (800, 600)
+
+
+def test_plot_errors_are_one_line(tmp_path, monkeypatch):
+    out = str(tmp_path / "pe.png")
+    assert_one_line_error(run("plot", "-o", out), 2, "FILE")
+    assert_one_line_error(run("plot", "-n", "8", "-d", "4", "-o", str(tmp_path / "pe.jpg")), 2, ".png")
+    assert_one_line_error(run("plot", str(tmp_path / "missing.npy"), "-o", out), 1, "missing.npy")
+    assert_one_line_error(run("plot", "-n", "8", "-d", "4", "--dims", "0,x", "-o", out), 2, "--dims")
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert_one_line_error(run("plot", "-n", "8", "-d", "4", "-o", out), 1, "pip install 'posenc[plot]'")
+    assert not (tmp_path / "pe.png").exists()
+
+
+def test_show_draws_a_small_heatmap(tmp_path):
+    result = run("show", "-n", "256", "-d", "64", "--width", "50", "--height", "10")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("sinusoidal") and "256×64" in lines[0] and len(lines) <= 10
+    assert all(len(line) <= 50 for line in lines) and "▀" in result.stdout
+    out = tmp_path / "alibi.npz"
+    assert run("alibi", "-H", "8", "-n", "16", "-o", str(out)).exit_code == 0
+    shown = run("show", str(out))  # the one 2-D array (bias) by default
+    assert shown.exit_code == 0 and "bias" in shown.stdout.splitlines()[0]
+
+
+def test_shell_completion_is_clicks():
+    env = {
+        **os.environ,
+        "_POSENC_COMPLETE": "bash_complete",
+        "COMP_WORDS": "posenc generate --preset f",
+        "COMP_CWORD": "3",
+    }
+    done = subprocess.run([sys.executable, "-m", "posenc_cli"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "fairseq" in done.stdout
+    env = {**os.environ, "_POSENC_COMPLETE": "bash_source"}
+    script = subprocess.run([sys.executable, "-m", "posenc_cli"], env=env, capture_output=True, text=True).stdout
+    assert "complete -o nosort -F _posenc_completion posenc" in script
+
+
+def test_help_lists_every_command_with_one_line():
+    result = run("--help")
+    listed = result.stdout.split("Commands:")[1].strip().splitlines()
+    names = [line.split()[0] for line in listed]
+    assert names == sorted(cli.commands)
+    assert all(len(line.split(None, 1)) == 2 for line in listed)  # every command has its one-line summary
