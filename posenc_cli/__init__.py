@@ -9,7 +9,7 @@ The Python API (the CLI ``posenc`` is a thin layer over it)::
 """
 
 from ._version import __version__
-from .api import alibi, generate, load, plan, rope, save, sincos2d
+from .api import alibi, convert, generate, load, plan, rope, save, sincos2d
 from .encodings import sinusoidal
 from .errors import FormatError, OutputError, PosencError, SpecError
 from .formats import FORMATS
@@ -24,6 +24,7 @@ __all__ = [
     "Table",
     "__version__",
     "alibi",
+    "convert",
     "generate",
     "load",
     "plan",

@@ -43,7 +43,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: The keyword arguments of :func:`save` that shape C output.
 C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
-__all__ = ["Output", "alibi", "generate", "load", "plan", "rope", "save", "sincos2d", "sinusoidal"]
+__all__ = ["Output", "alibi", "convert", "generate", "load", "plan", "rope", "save", "sincos2d", "sinusoidal"]
 
 
 def generate(
@@ -250,6 +250,88 @@ def sincos2d(
     if element.scale is not None:
         params.update(scale=element.scale, zero_point=element.zero_point)
     return Table("sincos2d", {"pe": array}, params)
+
+
+def convert(
+    table: Table,
+    *,
+    dtype: str | None = None,
+    scale: float | None = None,
+    zero_point: int | None = None,
+    key: str | None = None,
+) -> Table:
+    """``table`` (or its array ``key``) with every value re-encoded as the element type ``dtype``.
+
+    The stored values are read as the real numbers they stand for (:func:`~posenc_cli.encodings.dtypes.decode`:
+    quantised codes and bfloat16 bits decoded), then each is rounded once to the new type, exactly as a generated
+    table would be (float types to nearest, ties to even; q15/q7/int8 halves away from zero, saturated). Kind,
+    parameters and axes are kept, with ``dtype`` (and int8's ``scale``/``zero_point``) updated and ``converted_from``
+    naming the type the values were rounded from (a generated table converted is rounded twice; to change the type
+    of a generated table, generate it again). Arrays are converted block by block as a writer asks for rows.
+    ``dtype=None`` keeps the stored values as they are.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``key`` or ``dtype``; NaN or infinite values for an integer type; finite values that overflow a
+        float type (a float16 table cannot hold 1e5).
+
+    Examples
+    --------
+    >>> t = convert(generate(4, 4, dtype="float64"), dtype="q15")
+    >>> t.params["dtype"], t.array.dtype.name, int(t.array[0, 1])
+    ('q15', 'int16', 32767)
+    """
+    if key is not None:
+        try:
+            table = table.part(key)
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), param="key") from None
+    if dtype is None:
+        if scale is not None or zero_point is not None:
+            raise SpecError("--scale and --zero-point need --dtype int8", param="scale")
+        return table
+    element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    source_params = dict(table.params)
+    arrays: dict[str, Array] = {}
+    for name, array in table.arrays.items():
+        if array.ndim == 0 or np.asarray(array[:0]).dtype.kind not in "biuf":
+            raise SpecError(f"array {name!r} holds {array.dtype} values, not numbers", param="key")
+        check = functools.partial(_converted, array, name, source_params, element)
+        if array.ndim == 1:
+            arrays[name] = check(0, array.shape[0])
+        else:
+            arrays[name] = RowSource(array.shape, element.storage, check)
+    params: dict[str, Param] = {k: v for k, v in source_params.items() if k not in ("scale", "zero_point")}
+    params["dtype"] = element.name
+    params.setdefault("converted_from", str(source_params.get("dtype", _dtype_name(table))))
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    return Table(table.kind, arrays, params, dict(table.axes))
+
+
+def _dtype_name(table: Table) -> str:
+    return str(np.dtype(next(iter(table.arrays.values())).dtype).name)
+
+
+def _converted(array: Array, name: str, params: dict[str, Param], element: ElementType, lo: int, hi: int) -> np.ndarray:
+    from fractions import Fraction
+
+    from .encodings.dtypes import decode
+
+    real = decode(np.asarray(array[lo:hi]), params)
+    finite = np.isfinite(real)
+    if not element.is_float and not finite.all():
+        raise SpecError(f"array {name!r} holds NaN or infinite values, which {element.name} cannot hold", param="dtype")
+    stored, undecided = element.convert(real)
+    for index in zip(*np.nonzero(undecided), strict=True):  # exact inputs: decide each tie from the value itself
+        stored[index] = element.from_exact(Fraction(float(real[index])))
+    if element.is_float:
+        widened = decode(stored, {"dtype": element.name})
+        if np.any(finite & ~np.isfinite(widened)):
+            big = float(np.max(np.abs(real[finite])))
+            raise SpecError(f"array {name!r} holds {big:g}, beyond the largest {element.name}", param="dtype")
+    return stored
 
 
 @dataclass(frozen=True)

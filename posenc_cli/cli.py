@@ -108,11 +108,11 @@ def _element_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--dtype", type=click.Choice(DTYPES), default="float32", help="Output element type.")(f)
 
 
-def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def _output_options(f: Callable[..., Any], required: bool = True) -> Callable[..., Any]:
     """Where and how to write: the same options on every command that writes a table."""
     options = [
         click.option(
-            "-o", "--output", required=True, type=str, help="Output file (its suffix picks the format); - for stdout."
+            "-o", "--output", required=required, help="Output file (its suffix picks the format); - for stdout."
         ),
         click.option(
             "-f", "--format", "format_", type=click.Choice(list(FORMATS)), help=f"Force a format ({_FORMAT_HELP})."
@@ -207,7 +207,8 @@ def _write(ctx: click.Context, make: Callable[[], Table]) -> None:
     if p["verbose"]:
         shapes = ", ".join(" x ".join(map(str, a.shape)) for a in table.arrays.values())
         for path in written:
-            _say(f"wrote {path} ({out.format.name}, {shapes} {p['dtype']}, {path.stat().st_size:,} bytes)")
+            dtype = table.params.get("dtype", next(iter(table.arrays.values())).dtype)
+            _say(f"wrote {path} ({out.format.name}, {shapes} {dtype}, {path.stat().st_size:,} bytes)")
 
 
 def _report_check(changed: Sequence[Path], as_json: bool, quiet: bool) -> None:
@@ -603,6 +604,43 @@ def sincos2d(
         )
 
 
+@cli.command(context_settings={"show_default": True}, short_help="Write any table posenc reads in another format.")
+@click.argument("input_", metavar="IN", type=click.Path(dir_okay=False))
+@click.argument("output_arg", metavar="OUT", required=False)
+@click.option("--key", help="The array to take from a file that holds several (an .npz or .safetensors tensor).")
+@click.option("--dtype", type=click.Choice(DTYPES), help="Re-encode the values.  [default: as stored]")
+@click.option("--scale", type=float, help="int8 only: the real value of one quantisation step.")
+@click.option("--zero-point", "zero_point", type=int, help="int8 only: the integer that stands for 0.0.  [default: 0]")
+@(lambda f: _output_options(f, required=False))
+@click.pass_context
+def convert(
+    ctx: click.Context,
+    /,
+    input_: str,
+    output_arg: str | None,
+    key: str | None,
+    dtype: str | None,
+    scale: float | None,
+    zero_point: int | None,
+    **_: Any,
+) -> None:
+    """Write a table posenc can read (its own files, any .npy, .npz or .safetensors: a learned position
+    embedding taken from a checkpoint) to any output format, with the usual options (--dtype, --name, C variants).
+
+    \b
+    Examples:
+      posenc convert model.safetensors --key model.embed_positions.weight pos.h
+      posenc convert pe.npy pe.h --dtype q15
+      posenc convert rope.npz --key cos -o cos.csv
+    """
+    p = ctx.params
+    with _mapped_errors(ctx):
+        if (output_arg is None) == (p["output"] is None):
+            raise SpecError("give the output once: convert IN OUT, or convert IN -o OUT", param="output")
+        p["output"] = p["output"] or output_arg
+        _write(ctx, lambda: api.convert(api.load(input_), dtype=dtype, scale=scale, zero_point=zero_point, key=key))
+
+
 def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """A table to look at: a FILE posenc can read, or the parameters of a 1-D sinusoidal table."""
     options = [
@@ -706,22 +744,26 @@ def show(ctx: click.Context, /, width: int | None, height: int | None, **_: Any)
 
 def _canonical_command(ctx: click.Context, name: str) -> str:
     """The command that reproduces a file, for provenance comments: every option that differs from its default,
-    in declaration order, with the table name resolved and the output by file name only (an absolute build
-    directory in the file would make the same table differ from one build tree to the next)."""
+    in declaration order, with the table name resolved and files by name only (an absolute build directory in the
+    file would make the same table differ from one build tree to the next)."""
     words = ["posenc", ctx.command.name or ""]
     for param in ctx.command.params:
         value = name if param.name == "name" else ctx.params.get(param.name or "")
-        if param.name in ("verbose", "quiet", "output", "check", "as_json") or value is None or value is False:
+        if isinstance(param, click.Argument):
+            if param.name not in ("output", "output_arg") and value is not None:
+                words.append(Path(str(value)).name)
+            continue
+        if param.name in ("verbose", "quiet", "output", "check", "as_json") or value is None:
+            continue
+        if value is False:  # a --flag/--no-flag pair whose "no" side was asked for (--no-header, --no-truncate)
+            if param.secondary_opts and value != param.default:
+                words.append(next(o for o in param.secondary_opts if o.startswith("--")))
             continue
         if isinstance(value, tuple):
-            value = "x".join(map(str, value))
+            value = "x".join(map(str, value)) if param.name == "grid" else ",".join(map(repr, value))
         if param.name not in ("seq_len", "d_model", "heads", "name", "dtype", "base") and value == param.default:
             continue
         flag = next(o for o in param.opts if o.startswith("--"))
-        if param.name == "header":
-            if not value:
-                words.append("--no-header")
-            continue
         words += [flag] if value is True else [flag, repr(value) if isinstance(value, float) else str(value)]
     words += ["-o", Path(ctx.params["output"]).name]
     return shlex.join(words)

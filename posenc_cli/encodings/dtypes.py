@@ -30,6 +30,7 @@ each entry; a coarser result is proven from it when possible and recomputed exac
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -135,6 +136,37 @@ class ElementType:
             return _saturate_int(_round_half_away_exact(q * 2 ** (15 if self.name == "q15" else 7)), self.storage)
         assert self.scale is not None
         return _saturate_int(_round_half_away_exact(q / Fraction(self.scale)) + self.zero_point, self.storage)
+
+
+def decode(stored: np.ndarray, params: Mapping[str, object]) -> np.ndarray:
+    """Stored values as float64 real values, decoding the element type that ``params["dtype"]`` names.
+
+    bfloat16 bit patterns (``<u2``) are widened to float32; q15 is ``code / 2**15``, q7 ``code / 2**7``, int8
+    ``(code - zero_point) * scale`` (``params["scale"]``, ``params["zero_point"]``, default 0). Anything else,
+    and any array whose storage does not match the named type (a table without a ``dtype`` parameter, a bare
+    array), is its values as float64.
+
+    Examples
+    --------
+    >>> decode(np.array([16384, -32768], np.int16), {"dtype": "q15"}).tolist()
+    [0.5, -1.0]
+    >>> decode(np.array([0x3F80], np.uint16), {"dtype": "bfloat16"}).tolist()
+    [1.0]
+    >>> decode(np.array([5, -3], np.int8), {"dtype": "int8", "scale": 0.5, "zero_point": 1}).tolist()
+    [2.0, -2.0]
+    """
+    dtype, kind, size = params.get("dtype"), stored.dtype.kind, stored.dtype.itemsize
+    if dtype == "bfloat16" and kind == "u" and size == 2:
+        return np.asarray((stored.astype(np.uint32) << np.uint32(16)).view(np.float32), np.float64)
+    if dtype in ("q15", "q7") and kind == "i" and size == {"q15": 2, "q7": 1}[dtype]:
+        real: np.ndarray = stored.astype(np.float64) / (2.0**15 if dtype == "q15" else 2.0**7)
+        return real
+    scale, zero_point = params.get("scale"), params.get("zero_point", 0)
+    if dtype == "int8" and kind == "i" and size == 1 and isinstance(scale, (int, float)):
+        if isinstance(zero_point, (int, float)):
+            real = (stored.astype(np.float64) - float(zero_point)) * float(scale)
+            return real
+    return np.asarray(stored, np.float64)
 
 
 # ----------------------------------------------------------------------------------------------- array helpers
