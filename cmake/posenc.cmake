@@ -9,9 +9,11 @@
 #   posenc_add_table(app SEQ_LEN 2048 D_MODEL 512)              # main.c: #include "pe.h"
 #   posenc_add_table(app SEQ_LEN 4096 D_MODEL 768 BASE 500000 DTYPE float64 NAME pe_long FORMAT c)
 #
+#   posenc_add_table(app SEQ_LEN 512 D_MODEL 64 DTYPE q15 PRESET fairseq NAME pe_q15 ARGS --align 16)
+#
 #   posenc_add_table(<target> SEQ_LEN <n> D_MODEL <d>
-#                    [BASE <b>] [DTYPE float32|float64] [NAME <c-name>]
-#                    [OUTPUT_DIR <dir>] [FORMAT h|c])
+#                    [BASE <b>] [DTYPE float32|float64|float16|bfloat16|q15|q7|int8 [SCALE <s>] [ZERO_POINT <z>]]
+#                    [PRESET <name>] [NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [ARGS <posenc options>...])
 #
 # Options
 #
@@ -20,7 +22,11 @@
 #   SEQ_LEN     Number of positions (rows). Required.
 #   D_MODEL     Model dimension (columns). Required.
 #   BASE        Wavelength base, a number > 1. Default 10000.
-#   DTYPE       float32 (C type float) or float64 (double). Default float32.
+#   DTYPE       The element type: float32 (C float), float64 (double), float16/bfloat16 (uint16_t bit patterns),
+#               q15 (int16_t), q7 or int8 (int8_t). Default float32.
+#   SCALE       int8 only (required with it): the real value of one quantisation step.
+#   ZERO_POINT  int8 only: the integer that stands for 0.0. Default 0.
+#   PRESET      A framework convention of `posenc generate --preset` (`posenc presets` lists them).
 #   NAME        The C symbol, and the stem of the generated files. Default pe. Macros are <NAME>_SEQ_LEN and
 #               <NAME>_D_MODEL with NAME upper-cased. Tables generated into one directory need distinct names.
 #   OUTPUT_DIR  Where the files are generated; a relative path is relative to CMAKE_CURRENT_BINARY_DIR.
@@ -28,6 +34,8 @@
 #   FORMAT      h: one self-contained header, <NAME>.h, with a static const table (one copy per translation unit
 #               that uses it). c: <NAME>.c defines the table once and <NAME>.h declares it (extern), for tables
 #               used by several translation units. Default h.
+#   ARGS        Any further options of `posenc generate`, passed as they are (--align 16, --float-literal hex,
+#               --lang c++ --namespace model, --start 2, --c-half-type __fp16, ...); a change regenerates the table.
 #
 # What it creates
 #
@@ -158,11 +166,12 @@ endfunction()
 
 function(posenc_add_table target)
   set(_fn "posenc_add_table(${target})")
-  cmake_parse_arguments(PARSE_ARGV 1 _pe "" "SEQ_LEN;D_MODEL;BASE;DTYPE;NAME;OUTPUT_DIR;FORMAT" "")
+  cmake_parse_arguments(PARSE_ARGV 1 _pe ""
+                        "SEQ_LEN;D_MODEL;BASE;DTYPE;SCALE;ZERO_POINT;PRESET;NAME;OUTPUT_DIR;FORMAT" "ARGS")
   if(_pe_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${_fn}: unknown arguments '${_pe_UNPARSED_ARGUMENTS}'; allowed: SEQ_LEN <n> "
-                        "D_MODEL <d> [BASE <b>] [DTYPE float32|float64] [NAME <c-name>] [OUTPUT_DIR <dir>] "
-                        "[FORMAT h|c]")
+                        "D_MODEL <d> [BASE <b>] [DTYPE <type> [SCALE <s>] [ZERO_POINT <z>]] [PRESET <name>] "
+                        "[NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [ARGS <posenc options>...]")
   endif()
   if(_pe_KEYWORDS_MISSING_VALUES)
     message(FATAL_ERROR "${_fn}: ${_pe_KEYWORDS_MISSING_VALUES} needs a value")
@@ -184,8 +193,27 @@ function(posenc_add_table target)
   endif()
   if(NOT DEFINED _pe_DTYPE)
     set(_pe_DTYPE float32)
-  elseif(NOT _pe_DTYPE MATCHES "^(float32|float64)$")
-    message(FATAL_ERROR "${_fn}: DTYPE must be float32 or float64, not '${_pe_DTYPE}'")
+  elseif(NOT _pe_DTYPE MATCHES "^(float32|float64|float16|bfloat16|q15|q7|int8)$")
+    message(FATAL_ERROR "${_fn}: DTYPE must be one of float32, float64, float16, bfloat16, q15, q7, int8, not "
+                        "'${_pe_DTYPE}'")
+  endif()
+  set(_element --dtype ${_pe_DTYPE})
+  if(_pe_DTYPE STREQUAL "int8")
+    if(NOT DEFINED _pe_SCALE)
+      message(FATAL_ERROR "${_fn}: DTYPE int8 needs SCALE (the real value of one quantisation step)")
+    endif()
+    list(APPEND _element --scale ${_pe_SCALE})
+    if(DEFINED _pe_ZERO_POINT)
+      list(APPEND _element --zero-point ${_pe_ZERO_POINT})
+    endif()
+  elseif(DEFINED _pe_SCALE OR DEFINED _pe_ZERO_POINT)
+    message(FATAL_ERROR "${_fn}: SCALE and ZERO_POINT are for DTYPE int8 only")
+  endif()
+  if(DEFINED _pe_PRESET)
+    if(NOT _pe_PRESET MATCHES "^[a-z0-9-]+$")
+      message(FATAL_ERROR "${_fn}: PRESET must be a preset name (posenc presets lists them), not '${_pe_PRESET}'")
+    endif()
+    list(APPEND _element --preset ${_pe_PRESET})
   endif()
   if(NOT DEFINED _pe_NAME)
     set(_pe_NAME pe)
@@ -239,13 +267,14 @@ function(posenc_add_table target)
   endif()
 
   _posenc_command(_posenc _version)
-  set(_command ${_posenc} generate -n ${_pe_SEQ_LEN} -d ${_pe_D_MODEL} --base ${_pe_BASE} --dtype ${_pe_DTYPE}
-               --format ${_pe_FORMAT} --name ${_pe_NAME} --quiet -o "${_primary}")
+  set(_command ${_posenc} generate -n ${_pe_SEQ_LEN} -d ${_pe_D_MODEL} --base ${_pe_BASE} ${_element}
+               --format ${_pe_FORMAT} --name ${_pe_NAME} ${_pe_ARGS} --quiet -o "${_primary}")
 
   # One rule per table, driven by a custom target that every target using the table depends on: so the table is
   # generated once even when several targets of this directory use it (make would otherwise run the rule in each
   # target, concurrently, and the later run would make the earlier targets out of date).
-  set(_key "${_pe_SEQ_LEN};${_pe_D_MODEL};${_pe_BASE};${_pe_DTYPE};${_pe_NAME};${_pe_FORMAT}")
+  string(REPLACE ";" " " _extra "${_element};${_pe_ARGS}")
+  set(_key "${_pe_SEQ_LEN};${_pe_D_MODEL};${_pe_BASE};${_pe_NAME};${_pe_FORMAT};${_extra}")
   set(_owner "${CMAKE_CURRENT_SOURCE_DIR}|${_key}")
   set(_new TRUE)
   foreach(_file IN LISTS _outputs)
