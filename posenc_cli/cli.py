@@ -45,16 +45,23 @@ class PosencGroup(click.Group):
         self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
     ) -> Any:
         extra.pop("standalone_mode", None)
+        from ._signals import Terminated, terminating_cleanly  # SIGTERM, SIGHUP unwind like Ctrl-C
+
         try:
-            return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
+            with terminating_cleanly():
+                return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code)
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted", 130)
+        except Terminated as exc:  # 128 + signum: 143 for SIGTERM, 129 for SIGHUP; temporary files are gone
+            _fail(str(exc), exc.exit_code)
         except PosencError as exc:  # raised outside a command's error mapping
             _fail(str(exc), 2 if isinstance(exc, SpecError) else 1)
+        except OSError as exc:  # one the library did not map: still one line, naming the file
+            _fail(f"{exc.filename!r}: {exc.strerror}" if exc.filename and exc.strerror else str(exc), 1)
         except MemoryError:
             _fail("out of memory: the table does not fit; use a smaller --seq-len or --d-model", 1)
         except Exception as exc:  # a bug: still one line, with the way to see the traceback
@@ -639,6 +646,129 @@ def convert(
             raise SpecError("give the output once: convert IN OUT, or convert IN -o OUT", param="output")
         p["output"] = p["output"] or output_arg
         _write(ctx, lambda: api.convert(api.load(input_), dtype=dtype, scale=scale, zero_point=zero_point, key=key))
+
+
+@cli.command(short_help="Show what a table file holds (kind, parameters, shape, range, sha256).")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the facts as JSON on stdout.")
+@click.pass_context
+def inspect(ctx: click.Context, /, file: str, as_json: bool) -> None:
+    """Show what FILE holds: kind, parameters and, per array, shape, element type, min and max (real values),
+    size and the sha256 of its stored values. Reads every format posenc writes, its C outputs included, and any
+    .npy, .npz, .safetensors, .h5 or CSV.
+
+    \b
+    Examples:
+      posenc inspect pe.h
+      posenc inspect model.safetensors --json
+    """
+    from . import inspect as facts
+
+    with _mapped_errors(ctx):
+        info = facts.describe(api.load(file))
+    if as_json:
+        import json
+
+        click.echo(json.dumps(info, indent=2, sort_keys=True, allow_nan=False))
+        return
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    console = Console(highlight=False, soft_wrap=False)
+    params = ", ".join(f"{k}={v}" for k, v in info["params"].items()) or "none recorded"
+    console.print(f"{file}: {info['kind']} table; parameters: {params}", markup=False, soft_wrap=True)
+    out = RichTable(show_header=True)
+    for column in ("array", "shape", "dtype", "min", "max", "bytes"):
+        out.add_column(column, overflow="fold", justify="right" if column in ("min", "max", "bytes") else "left")
+    for key, a in info["arrays"].items():
+        low, high = (f"{a[k]:.9g}" if a[k] is not None else "-" for k in ("min", "max"))
+        shape = " x ".join(map(str, a["shape"]))
+        out.add_row(key, shape, a["dtype"], low, high, f"{a['nbytes']:,}")
+    console.print(out)
+    for key, a in info["arrays"].items():  # a digest is never folded: it is meant to be copied
+        console.print(f"sha256 {a['sha256']}  {key}", markup=False, soft_wrap=True)
+
+
+@cli.command(short_help="Check that a table file holds exactly what its parameters give.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "-s",
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter the file does not record (or to override).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(("sinusoidal", "rope", "alibi", "sincos2d")),
+    help="The table's kind, for files without one.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+@click.pass_context
+def verify(ctx: click.Context, /, file: str, settings: tuple[str, ...], kind: str | None, as_json: bool) -> None:
+    """Recompute the table from the parameters FILE records (or those given with -s, for files that record none,
+    like CSV) and compare every value bit for bit: exit 0 when all match, 1 with the first mismatches.
+
+    \b
+    Examples:
+      posenc verify pe.h
+      posenc verify pe.csv -s seq_len=2048 -s d_model=512
+      posenc verify cos.npy --kind rope -s seq_len=4096 -s head_dim=128
+    """
+    from . import inspect as facts
+
+    with _mapped_errors(ctx):
+        table = api.load(file)
+        given = facts.parse_settings(settings)
+        params = {**table.params, **given}
+        part = params.pop("part", None)
+        what = kind or (table.kind if table.kind != "array" else "sinusoidal")
+        if not given and table.kind == "array":
+            raise SpecError(
+                f"{file} records no parameters: give them, e.g. -s seq_len=2048 -s d_model=512 (and --kind for "
+                "tables other than sinusoidal)",
+                param="settings",
+            )
+        reference = facts.regenerate(what, params)
+        if len(table.arrays) == 1 and len(reference.arrays) > 1:  # one array of a RoPE or ALiBi table
+            key = str(part) if part is not None else next(iter(table.arrays))
+            if key not in reference.arrays:
+                raise SpecError(
+                    f"{file} holds one array of a {what} table: say which with -s part=NAME "
+                    f"({', '.join(reference.arrays)})",
+                    param="settings",
+                )
+            reference = reference.part(key)
+        result = facts.verify(table, reference)
+    if as_json:
+        import json
+
+        doc = {
+            "ok": result.ok,
+            "compared": result.compared,
+            "mismatched": result.mismatched,
+            "problems": list(result.problems),
+            "notes": list(result.notes),
+            "mismatches": [
+                {"array": m.array, "index": list(m.index), "stored": m.stored, "expected": m.expected}
+                for m in result.mismatches
+            ],
+        }
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        for m in result.mismatches:
+            where = ", ".join(map(str, m.index))
+            click.echo(f"{m.array}[{where}]: file {m.stored_value!r}, parameters give {m.expected_value!r}")
+        for problem in result.problems:
+            click.echo(problem)
+    if not result.ok:
+        what_failed = (
+            f"{result.mismatched:,} of {result.compared:,} values differ"
+            if result.mismatched
+            else "; ".join(result.problems)
+        )
+        _fail(f"{file} does not hold the table its parameters give: {what_failed}", 1)
 
 
 def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:

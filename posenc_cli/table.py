@@ -134,10 +134,15 @@ class Table:
         return {2: ("seq_len", "d_model"), 1: ("len",)}.get(ndim, tuple(f"dim{i}" for i in range(ndim)))
 
     def part(self, key: str) -> Table:
-        """The table reduced to its array ``key`` (parameters kept); ``KeyError`` naming the parts otherwise."""
+        """The table reduced to its array ``key``; ``KeyError`` naming the parts otherwise.
+
+        The parameters are kept and, when the table held several arrays, record ``part=key``: a file that holds one
+        array of a RoPE or ALiBi table says which (``posenc verify`` compares it with that part).
+        """
         if key not in self.arrays:
             raise KeyError(f"this {self.kind} table has no part {key!r}; its parts are {', '.join(self.arrays)}")
-        return Table(self.kind, {key: self.arrays[key]}, self.params, {key: self.axes_of(key)})
+        params = {**self.params, "part": key} if len(self.arrays) > 1 else self.params
+        return Table(self.kind, {key: self.arrays[key]}, params, {key: self.axes_of(key)})
 
     @property
     def array(self) -> Array:

@@ -116,13 +116,19 @@ FORMATS: dict[str, Format] = {
         single=True,
     ),
     "h": Format(
-        "h", (".h",), "self-contained C/C++ header with a static const table", _lazy("c", "dump_header_only"), text=True
+        "h",
+        (".h",),
+        "self-contained C/C++ header with a static const table",
+        _lazy("c", "dump_header_only"),
+        _lazy("c_read", "load"),
+        text=True,
     ),
     "c": Format(
         "c",
         (".c",),
         "C source with the one definition, plus a .h of extern declarations",
         _lazy("c", "dump_source"),
+        _lazy("c_read", "load"),
         companion=Companion(".h", _lazy("c", "dump_declarations")),
         text=True,
     ),
@@ -131,7 +137,8 @@ FORMATS: dict[str, Format] = {
         (".bin",),
         "raw little-endian table, plus a .h that declares it and pulls it in with .incbin",
         _lazy("c", "dump_raw"),
-        companion=Companion(".h", _lazy("c", "dump_incbin_header")),
+        _lazy("c_read", "load_raw"),
+        companion=Companion(".h", _lazy("c", "dump_incbin_header"), load=_lazy("c_read", "load_incbin_header")),
     ),
 }
 
