@@ -311,7 +311,7 @@ class _PaddingIdx(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, int) or value == "none":
             return value  # type: ignore[no-any-return]
         text = str(value).strip()
-        if text.isdigit():
+        if text.isascii() and text.isdigit():
             return int(text)
         self.fail(f"expected a row index (a non-negative integer) or none, got {value!r}", param, ctx)
 
@@ -558,7 +558,7 @@ class _Grid(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, tuple):
             return value
         parts = str(value).lower().split("x")
-        if len(parts) in (1, 2) and all(p.strip().isdigit() for p in parts):
+        if len(parts) in (1, 2) and all(p.strip().isascii() and p.strip().isdigit() for p in parts):
             sides = [int(p) for p in parts]
             return (sides[0], sides[-1])
         self.fail(f"expected H or HxW (positive integers, e.g. 14 or 16x24), got {value!r}", param, ctx)
@@ -648,7 +648,7 @@ def convert(
         _write(ctx, lambda: api.convert(api.load(input_), dtype=dtype, scale=scale, zero_point=zero_point, key=key))
 
 
-@cli.command(short_help="Show what a table file holds (kind, parameters, shape, range, sha256).")
+@cli.command(short_help="Show what a table file holds.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the facts as JSON on stdout.")
 @click.pass_context
@@ -689,7 +689,7 @@ def inspect(ctx: click.Context, /, file: str, as_json: bool) -> None:
         console.print(f"sha256 {a['sha256']}  {key}", markup=False, soft_wrap=True)
 
 
-@cli.command(short_help="Check that a table file holds exactly what its parameters give.")
+@cli.command(short_help="Check a table file against its parameters, bit for bit.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "-s",
@@ -808,7 +808,7 @@ class _Dims(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, tuple):
             return value
         parts = [v.strip() for v in str(value).split(",")]
-        if all(v.isdigit() for v in parts):
+        if all(v.isascii() and v.isdigit() for v in parts):
             return tuple(int(v) for v in parts)
         self.fail(f"expected comma-separated column indices, e.g. 0,1,5, got {value!r}", param, ctx)
 
@@ -934,3 +934,8 @@ def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
 def main(args: Sequence[str] | None = None, prog_name: str = "posenc") -> None:
     """Console-script entry point."""
     cli.main(args, prog_name=prog_name)
+
+
+from .cli_build import build_command  # noqa: E402  (imports cli's helpers: registered last)
+
+cli.add_command(build_command)

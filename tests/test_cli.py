@@ -384,3 +384,30 @@ def test_help_lists_every_command_with_one_line():
     names = [line.split()[0] for line in listed]
     assert names == sorted(cli.commands)
     assert all(len(line.split(None, 1)) == 2 for line in listed)  # every command has its one-line summary
+
+
+def test_non_ascii_digits_and_file_names(tmp_path):
+    """Unicode digits are not numbers here ('²'.isdigit() is true in Python), and a non-ASCII output name works in
+    every C output (the .incbin directive spells it with octal escapes)."""
+    assert_one_line_error(run("generate", "-n", "2", "-d", "2", "--padding-idx", "²", "-o", "x.npy"), 2, "--padding")
+    assert_one_line_error(run("sincos2d", "-g", "²x3", "-d", "8", "-o", "x.npy"), 2, "--grid")
+    assert_one_line_error(run("plot", "-n", "8", "-d", "4", "--dims", "1,٣", "-o", "x.png"), 2, "--dims")
+    for name in ("entête.h", "tablé.c", "donnée.bin"):
+        result = run("generate", "-n", "4", "-d", "4", "-o", str(tmp_path / name))
+        assert result.exit_code == 0, result.output
+    header = (tmp_path / "donnée.h").read_text("utf-8")
+    assert '.incbin \\"donn\\303\\251e.bin\\"' in header
+    gcc = require_tool("gcc")
+    for source, define in (("tablé.c", []), ("use.c", ["-DDONN_E_INCBIN"])):
+        if source == "use.c":
+            (tmp_path / source).write_text(
+                '#include "donnée.h"\nint main(void) { return donn_e[1][0] > 0.8f ? 0 : 1; }\n'
+            )
+        flags = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror", *define]
+        command = [gcc, *flags, source, "-o", f"{source}.out"] + (["-c"] if source == "tablé.c" else [])
+        compiled = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+        assert compiled.returncode == 0, compiled.stderr
+    assert subprocess.run([str(tmp_path / "use.c.out")]).returncode == 0  # the assembler found donnée.bin
+    quote = tmp_path / 'a"b.c'
+    assert_one_line_error(run("generate", "-n", "2", "-d", "2", "-o", str(quote)), 2, "#include")
+    assert not quote.exists()

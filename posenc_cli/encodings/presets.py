@@ -244,6 +244,8 @@ def _frequencies(spec: SinusoidSpec) -> tuple[Fraction, float, float | None]:
     """``(denom, base, multiplier)`` of the engine for ``spec``."""
     d = spec.d_model - 1 if spec.d_model % 2 and spec.odd == "zero" else spec.d_model
     h = spec.d_model // 2
+    if d == 0:  # d_model 1 with a zero column: no frequency at all, any denominator will do
+        return Fraction(1), spec.base, None
     if spec.freq == "paper":
         return Fraction(d, 2), spec.base, None
     if spec.freq == "timescales":

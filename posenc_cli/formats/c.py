@@ -123,7 +123,7 @@ def dump_header_only(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
 def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write the ``.h`` of a ``.c``/``.h`` pair: guard, size macros and the ``extern`` declarations."""
     element = _check(table, options, pair=True)
-    fp.write(_header_of_definitions(table, options, element, _placement(options)).encode("ascii"))
+    fp.write(_header_of_definitions(table, options, element, _placement(options)).encode("utf-8"))
 
 
 def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
@@ -132,7 +132,12 @@ def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     _note_if_big(table)
     header_name = PurePath(options.filename).stem + ".h" if options.filename else options.name + ".h"
     fp.write(_comment(table, options, element, extra=[f"The declarations are in {header_name}."]).encode("utf-8"))
-    fp.write(f'#include "{_c_string(header_name)}"\n\n'.encode())
+    if any(ch in header_name for ch in '"\\\n') or not header_name.isprintable():
+        raise SpecError(
+            f"the .c includes its header by name, and {header_name!r} cannot appear in an #include: rename the output",
+            param="output",
+        )
+    fp.write(f'#include "{header_name}"\n\n'.encode())  # no escapes in a header name: UTF-8 as it is
     if options.align:
         fp.write(_ALIGN_MACRO.encode("ascii"))
     for n, (key, symbol) in enumerate(_symbols(table, options)):
@@ -186,7 +191,8 @@ def dump_incbin_header(table: Table, fp: BinaryIO, options: WriteOptions) -> Non
         offset += size + (-size % 16)
     asm.append(".previous")
     incbin = f"#ifdef {upper}_INCBIN\n__asm__(\n" + "".join(f'    "{line}\\n"\n' for line in asm) + ");\n#endif\n\n"
-    fp.write(_header_of_definitions(table, options, element, "", extra=extra, before_end=incbin).encode("ascii"))
+    text = _header_of_definitions(table, options, element, "", extra=extra, before_end=incbin)
+    fp.write(text.encode("utf-8"))  # ASCII but for a non-ASCII file name in the comment (the .incbin escapes it)
 
 
 def _header_of_definitions(
@@ -372,7 +378,13 @@ def _comment_safe(text: str) -> str:
 
 
 def _c_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    """``text`` as the body of a C string literal in ASCII: ``\\`` and ``"`` escaped, other bytes of its UTF-8 that
+    are not printable ASCII as octal escapes (the compiler turns them back into the same bytes)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        out.append("\\" + char if char in '\\"' else char if 32 <= byte < 127 else f"\\{byte:03o}")
+    return "".join(out)
 
 
 def _write_values(array: Array, fp: BinaryIO, element: CElement) -> None:

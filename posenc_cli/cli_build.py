@@ -1,0 +1,126 @@
+"""``posenc build``: the click command over :mod:`posenc_cli.build` (every table of a manifest, and a depfile).
+
+Registered on the ``posenc`` group at the end of :mod:`posenc_cli.cli`, whose error mapping and reporting it shares:
+errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; ``--check`` exits 1 when an output
+would change. cli's helpers are imported when the command runs, so this module imports cleanly whichever of the two
+is imported first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from . import _atomic
+from . import build as building
+from .errors import PosencWarning, SpecError
+
+
+@click.command("build", short_help="Write every table of a manifest (posenc.toml).")
+@click.argument("manifest", required=False, default=building.DEFAULT_MANIFEST, type=click.Path(dir_okay=False))
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if an output would change, 0 if all are up to date.")
+@click.option(
+    "--depfile",
+    type=click.Path(dir_okay=False),
+    help="Also write a make/Ninja depfile (every output depends on MANIFEST), for CMake's DEPFILE. Not with --check.",
+)
+@click.option(
+    "--output-dir",
+    "output_dir",
+    type=click.Path(file_okay=False),
+    help="Write the outputs relative to this directory.  [default: the manifest's]",
+)
+@click.option("--only", multiple=True, metavar="OUTPUT", help="Build only this output (as the manifest spells it).")
+@click.option("--json", "as_json", is_flag=True, help="Print a report (outputs, status, shapes, sha256) on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No notes, and --check names nothing.")
+@click.option("-v", "--verbose", is_flag=True, help="Say what was written and what was already up to date (stderr).")
+@click.pass_context
+def build_command(
+    ctx: click.Context,
+    /,
+    manifest: str,
+    check: bool,
+    depfile: str | None,
+    output_dir: str | None,
+    only: tuple[str, ...],
+    as_json: bool,
+    quiet: bool,
+    verbose: bool,
+) -> None:
+    """Write every table of MANIFEST (default: posenc.toml), each exactly as its posenc command would.
+
+    A [[table]] entry names the command (generate, rope, alibi, sincos2d), the output (relative to the
+    manifest's directory) and that command's options with underscores (seq_len = 2048, float_literal = "hex");
+    [defaults] holds keys for every entry. The whole manifest is checked before anything is written; unchanged
+    outputs are left untouched, so make, Ninja and CMake rebuild nothing downstream.
+
+    \b
+    Example posenc.toml:
+      [defaults]
+      dtype = "float32"
+      [[table]]
+      command = "generate"
+      output = "pe.h"
+      seq_len = 2048
+      d_model = 512
+      [[table]]
+      command = "rope"
+      output = "rope.npz"
+      seq_len = 4096
+      head_dim = 128
+
+    \b
+    Examples:
+      posenc build                                   # posenc.toml in this directory
+      posenc build tables.toml --check               # CI: exit 1 if a table is out of date
+      posenc build posenc.toml --depfile tables.d    # add_custom_command(... DEPFILE tables.d)
+    """
+    from .cli import _mapped_errors, _say  # here, not at import: cli imports this module as its last step
+
+    with _mapped_errors(ctx), _manifest_errors(ctx), warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", PosencWarning)
+        plan = building.load_manifest(manifest, output_dir=output_dir)
+        if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
+            if not depfile.strip():
+                raise SpecError(f"the depfile must be a file name, got {depfile!r}", param="depfile")
+            _atomic.check_writable(Path(depfile))
+            building.depfile_text(plan, manifest)
+        report = building.build(plan, check=check, only=list(only) if only else None)
+        if depfile is not None and not check:
+            building.write_depfile(depfile, report, manifest)
+    if not quiet:
+        for note in notes:
+            click.echo(f"Note: {note.message}", err=True)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    if check:
+        if not quiet:
+            for file in report.changed:
+                click.echo(f"would {'create' if file.status == 'missing' else 'rewrite'} {file.path}", err=True)
+        if report.changed:
+            sys.exit(1)
+        return
+    if verbose:
+        for table in report.tables:
+            shapes = ", ".join(" x ".join(map(str, shape)) for shape, _ in table.arrays.values())
+            dtype = table.params.get("dtype", "")
+            for file in table.files:
+                what = "wrote" if file.status == "written" else "unchanged:"
+                _say(f"{what} {file.path} ({table.entry.plan.format.name}, {shapes} {dtype}, {file.bytes:,} bytes)")
+
+
+@contextlib.contextmanager
+def _manifest_errors(ctx: click.Context) -> Iterator[None]:
+    """A bad manifest is a usage error (exit 2) whose message already names the file, the entry and the key."""
+    try:
+        yield
+    except SpecError as exc:
+        if exc.param != "manifest":
+            raise
+        raise click.UsageError(str(exc), ctx) from None

@@ -1,0 +1,596 @@
+"""``posenc build``: a manifest's tables, byte for byte those of the single commands; checked before anything is
+written; unchanged outputs untouched; ``--check``; depfiles that make, Ninja and CMake read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import posenc_cli
+from posenc_cli import build as building
+from posenc_cli.cli import cli
+
+from .conftest import require_tool
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Each entry of a manifest that uses every command, with the single command that writes the same files.
+ENTRIES = [
+    ('command = "generate"\noutput = "pe.h"\nseq_len = 16\nd_model = 8', "generate -n 16 -d 8 -o pe.h"),
+    (
+        'command = "generate"\noutput = "m2m.npy"\nseq_len = 10\nd_model = 6\npreset = "fairseq"\ndtype = "float16"',
+        "generate -n 10 -d 6 -p fairseq --dtype float16 -o m2m.npy",
+    ),
+    (
+        'command = "generate"\noutput = "pe_q.c"\nseq_len = 12\nd_model = 6\nbase = 500\ndtype = "q15"\n'
+        'name = "pe_q15"\nalign = 16',
+        "generate -n 12 -d 6 --base 500 --dtype q15 --name pe_q15 --align 16 -o pe_q.c",
+    ),
+    (
+        'command = "generate"\noutput = "nopad.csv"\nseq_len = 5\nd_model = 4\npreset = "fairseq"\n'
+        'padding_idx = "none"\nheader = false',
+        "generate -n 5 -d 4 -p fairseq --padding-idx none --no-header -o nopad.csv",
+    ),
+    (
+        'command = "generate"\noutput = "bf.npy"\nseq_len = 4\nd_model = 4\ndtype = "bfloat16"',  # + bf.json
+        "generate -n 4 -d 4 --dtype bfloat16 -o bf.npy",
+    ),
+    (
+        'command = "generate"\noutput = "table.dat"\nformat = "npy"\nseq_len = 3\nd_model = 4\nstep = 0.5',
+        "generate -n 3 -d 4 --step 0.5 -f npy -o table.dat",
+    ),
+    (
+        'command = "generate"\noutput = "half.h"\nseq_len = 4\nd_model = 4\ndtype = "float16"\n'
+        'half_type = "_Float16"\nprogmem = true',
+        "generate -n 4 -d 4 --dtype float16 --progmem --c-half-type _Float16 -o half.h",
+    ),
+    (
+        'command = "rope"\noutput = "llama31.npz"\nhead_dim = 8\ntheta = 500000\nscaling = "llama3"\nfactor = 8\n'
+        "original_max_positions = 8\nlow_freq_factor = 1\nhigh_freq_factor = 4",
+        "rope -n 16 --head-dim 8 --theta 500000 --scaling llama3 --factor 8 --original-max-positions 8 "
+        "--low-freq-factor 1 --high-freq-factor 4 -o llama31.npz",
+    ),
+    (
+        'command = "rope"\noutput = "yarn_cos.npy"\nseq_len = 12\nhead_dim = 8\nlayout = "interleaved"\n'
+        'scaling = "yarn"\nfactor = 4.0\noriginal_max_positions = 8\nattention_scaling = false\npart = "cos"',
+        "rope -n 12 --head-dim 8 --layout interleaved --scaling yarn --factor 4 --original-max-positions 8 "
+        "--no-attention-scaling --part cos -o yarn_cos.npy",
+    ),
+    (
+        'command = "rope"\noutput = "rope_cpp.h"\nhead_dim = 4\nlang = "c++"\nnamespace = "tables"\n'
+        'float_literal = "hex"',
+        "rope -n 16 --head-dim 4 --lang c++ --namespace tables --float-literal hex -o rope_cpp.h",
+    ),
+    (
+        'command = "rope"\noutput = "longrope.h"\nseq_len = 8\nhead_dim = 4\nscaling = "longrope"\nfactor = 4\n'
+        "original_max_positions = 4\nshort_factor = [1, 1.5]\nlong_factor = [2, 3]",
+        "rope -n 8 --head-dim 4 --scaling longrope --factor 4 --original-max-positions 4 --short-factor 1,1.5 "
+        "--long-factor 2,3 -o longrope.h",
+    ),
+    (
+        'command = "rope"\noutput = "yarn.h"\nseq_len = 8\nhead_dim = 4\nscaling = "yarn"\nfactor = 4\n'
+        "original_max_positions = 4\ntruncate = false",
+        "rope -n 8 --head-dim 4 --scaling yarn --factor 4 --original-max-positions 4 --no-truncate -o yarn.h",
+    ),
+    ('command = "alibi"\noutput = "alibi.h5"\nheads = 6\nseq_len = 5', "alibi -H 6 -n 5 -o alibi.h5"),
+    ('command = "alibi"\noutput = "slopes.h"\nheads = 12', "alibi -H 12 -o slopes.h"),
+    (
+        'command = "sincos2d"\noutput = "vit.safetensors"\ngrid = [3, 2]\nd_model = 8\ncls_token = true',
+        "sincos2d -g 3x2 -d 8 --cls-token -o vit.safetensors",
+    ),
+    (
+        'command = "sincos2d"\noutput = "pos2d.bin"\ngrid = "4"\nd_model = 12\nbase = 100\ndtype = "float64"',
+        "sincos2d -g 4 -d 12 --base 100 --dtype float64 -o pos2d.bin",
+    ),
+    ('command = "sincos2d"\noutput = "grid.c"\ngrid = 2\nd_model = 4', "sincos2d -g 2 -d 4 -o grid.c"),
+]
+# [defaults] reaches every entry; [defaults.rope] only the rope entries (seq_len 16 where they give none).
+MANIFEST = '[defaults]\ndtype = "float32"\n\n[defaults.rope]\nseq_len = 16\n\n' + "\n\n".join(
+    f"[[table]]\n{entry}" for entry, _ in ENTRIES
+)
+VALID = '[[table]]\ncommand = "generate"\noutput = "ok.h"\nseq_len = 4\nd_model = 4\n'
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def assert_one_line_error(result, code: int, *fragments: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def write(directory: Path, text: str, name: str = "posenc.toml") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def snapshot(directory: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file of ``directory``: bytes, mtime and inode (a rewritten file gets a new inode)."""
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_ino) for p in sorted(directory.iterdir())}
+
+
+# ------------------------------------------------------------------------------------------ the same bytes
+def test_every_output_has_the_bytes_of_its_single_command(tmp_path):
+    manifest = write(tmp_path / "build", MANIFEST)
+    result = run("build", str(manifest))
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == "", result.output
+    single = tmp_path / "single"
+    single.mkdir()
+    for _, command in ENTRIES:
+        args = shlex.split(command)
+        args[-1] = str(single / args[-1])
+        assert run(*args).exit_code == 0, command
+    built = {p.name: p.read_bytes() for p in manifest.parent.iterdir() if p != manifest}
+    assert built == {p.name: p.read_bytes() for p in single.iterdir()}
+    assert {"pe_q.h", "bf.json", "pos2d.h", "grid.h"} <= set(built)  # companions too
+    assert (
+        b"--short-factor 1.0,1.5 --long-factor 2.0,3.0" in built["longrope.h"] and b"--no-truncate" in built["yarn.h"]
+    )
+    assert (
+        b"command: posenc generate --seq-len 12 --d-model 6 --base 500.0 --dtype q15 --name pe_q15" in built["pe_q.c"]
+    )
+
+
+def test_non_c_outputs_are_what_api_save_writes(tmp_path):
+    manifest = write(tmp_path / "build", MANIFEST)
+    building.build(manifest)
+    want = tmp_path / "api" / "llama31.npz"
+    want.parent.mkdir()
+    rope = posenc_cli.rope(16, 8, theta=500000.0, scaling="llama3", factor=8.0, original_max_positions=8,
+                           low_freq_factor=1.0, high_freq_factor=4.0)  # fmt: skip
+    posenc_cli.save(rope, want)
+    assert (manifest.parent / "llama31.npz").read_bytes() == want.read_bytes()
+    posenc_cli.save(posenc_cli.sincos2d(3, 2, 8, cls_token=True), want.with_name("vit.safetensors"))
+    assert (manifest.parent / "vit.safetensors").read_bytes() == want.with_name("vit.safetensors").read_bytes()
+
+
+def test_keys_are_the_cli_options_in_their_order():
+    """The manifest's vocabulary and the recorded command's order follow the CLI: a new option needs a key."""
+    renamed = {"format_": "format", "no_attention_scaling": "attention_scaling"}
+    for command, keys in building.KEYS.items():
+        options = [renamed.get(p.name, p.name) for p in cli.commands[command].params]  # type: ignore[union-attr]
+        options = [o for o in options if o not in ("output", "verbose", "quiet", "check", "as_json")]
+        assert list(keys) == options, command
+
+
+def test_command_line_spells_every_option_so_that_the_cli_reads_it_back(tmp_path):
+    manifest = building.load_manifest(write(tmp_path, MANIFEST))
+    for entry, (_, command) in zip(manifest.entries, ENTRIES, strict=True):
+        line = shlex.split(entry.command_line)
+        assert line[:2] == ["posenc", entry.command] and line[-2:] == ["-o", Path(command.split()[-1]).name]
+        context = cli.commands[entry.command].make_context(entry.command, line[2:])  # type: ignore[union-attr]
+        assert context.params["output"] == entry.path.name
+
+
+# --------------------------------------------------------------------------- unchanged outputs, --check, --json
+def test_a_second_run_reports_everything_unchanged_and_touches_nothing(tmp_path):
+    manifest = write(tmp_path, MANIFEST)
+    first = building.build(manifest)
+    assert {f.status for f in first.files} == {"written"} and len(first.files) == len(os.listdir(tmp_path)) - 1
+    before = snapshot(tmp_path)
+    second = building.build(manifest)
+    assert {f.status for f in second.files} == {"unchanged"} and not second.changed
+    assert snapshot(tmp_path) == before
+    # One entry changed: only its file is rewritten.
+    manifest.write_text(MANIFEST.replace("seq_len = 16\nd_model = 8", "seq_len = 17\nd_model = 8"))
+    third = building.build(manifest)
+    assert [str(f.path.name) for f in third.changed] == ["pe.h"]
+    after = snapshot(tmp_path)
+    assert {k for k in after if after[k] != before[k]} == {"pe.h", "posenc.toml"}
+
+
+def test_check_exits_1_when_an_output_would_change_and_writes_nothing(tmp_path):
+    manifest = write(tmp_path, VALID + '\n[[table]]\ncommand = "alibi"\noutput = "a.npz"\nheads = 4\n')
+    missing = run("build", str(manifest), "--check", "--depfile", str(tmp_path / "t.d"))
+    assert missing.exit_code == 1 and missing.stdout == ""
+    assert missing.stderr.splitlines() == [f"would create {tmp_path / 'ok.h'}", f"would create {tmp_path / 'a.npz'}"]
+    assert os.listdir(tmp_path) == ["posenc.toml"]  # not even the depfile
+    assert run("build", str(manifest)).exit_code == 0
+    before = snapshot(tmp_path)
+    up_to_date = run("build", str(manifest), "--check")
+    assert up_to_date.exit_code == 0 and up_to_date.stdout == "" and up_to_date.stderr == ""
+    manifest.write_text(manifest.read_text().replace("heads = 4", "heads = 5"))
+    changed = run("build", str(manifest), "--check")
+    assert changed.exit_code == 1 and changed.stderr == f"would rewrite {tmp_path / 'a.npz'}\n"
+    assert run("build", str(manifest), "--check", "-q").stderr == ""
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if k != "posenc.toml"} == {
+        k: v for k, v in before.items() if k != "posenc.toml"
+    }
+
+
+def test_json_report_names_every_output_with_its_status_and_sha256(tmp_path):
+    manifest = write(tmp_path, VALID + '\n[[table]]\ncommand = "rope"\noutput = "r.c"\nseq_len = 3\nhead_dim = 4\n')
+    result = run("build", str(manifest), "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    doc = json.loads(result.stdout)
+    assert doc["up_to_date"] is False and doc["check"] is False and doc["manifest"] == str(manifest)
+    first, second = doc["tables"]
+    assert first["command"] == "generate" and first["format"] == "h" and first["name"] == "ok"
+    assert first["arrays"] == {"pe": {"shape": [4, 4], "dtype": "float32"}}
+    assert second["arrays"]["inv_freq"] == {"shape": [2], "dtype": "float32"}
+    assert [o["path"] for o in second["outputs"]] == [str(tmp_path / "r.c"), str(tmp_path / "r.h")]
+    for output in first["outputs"] + second["outputs"]:
+        data = Path(output["path"]).read_bytes()
+        assert output["status"] == "written" and output["bytes"] == len(data)
+        assert output["sha256"] == hashlib.sha256(data).hexdigest()
+    assert second["command_line"] == "posenc rope --seq-len 3 --head-dim 4 --dtype float32 --name r -o r.c"
+    again = json.loads(run("build", str(manifest), "--json", "--check").stdout)
+    assert again["up_to_date"] is True and {o["status"] for t in again["tables"] for o in t["outputs"]} == {"unchanged"}
+
+
+def test_verbose_says_what_was_written_and_what_was_unchanged(tmp_path):
+    manifest = write(tmp_path, VALID)
+    first = run("build", str(manifest), "-v")
+    assert first.exit_code == 0 and f"wrote {tmp_path / 'ok.h'} (h, 4 x 4 float32," in first.stderr
+    assert f"unchanged: {tmp_path / 'ok.h'}" in run("build", str(manifest), "-v").stderr
+
+
+def test_only_builds_the_named_outputs(tmp_path):
+    manifest = write(tmp_path, VALID + '\n[[table]]\ncommand = "alibi"\noutput = "sub/../a.npz"\nheads = 4\n')
+    result = run("build", str(manifest), "--only", "a.npz")
+    assert result.exit_code == 0 and sorted(os.listdir(tmp_path)) == ["a.npz", "posenc.toml"]
+    assert_one_line_error(run("build", str(manifest), "--only", "b.npz"), 2, "--only", "'b.npz'", "'ok.h'")
+
+
+def test_default_manifest_and_output_dir(tmp_path, monkeypatch):
+    write(tmp_path / "src", VALID)
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path / "src")
+    assert run("build", "--output-dir", str(tmp_path / "out")).exit_code == 0
+    assert os.listdir(tmp_path / "out") == ["ok.h"] and os.listdir(tmp_path / "src") == ["posenc.toml"]
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(run("build"), 2, "no manifest 'posenc.toml'")
+
+
+def test_defaults_reach_the_commands_that_take_them(tmp_path):
+    text = """\
+        [defaults]
+        d_model = 8
+        dtype = "float64"
+        [defaults.alibi]
+        dtype = "float16"
+        [[table]]
+        command = "generate"
+        output = "g.npy"
+        seq_len = 2
+        [[table]]
+        command = "rope"
+        output = "r.npz"
+        seq_len = 2
+        head_dim = 4
+        [[table]]
+        command = "alibi"
+        output = "a.npy"
+        heads = 4
+        dtype = "float32"
+        [[table]]
+        command = "alibi"
+        output = "b.npy"
+        heads = 4
+        """
+    report = building.build(write(tmp_path, text))
+    shapes = {t.entry.output: t.arrays for t in report.tables}
+    assert shapes["g.npy"] == {"pe": ((2, 8), "float64")}
+    assert shapes["r.npz"]["cos"] == ((2, 4), "float64")  # d_model is not a rope key: not applied
+    assert shapes["a.npy"] == {"slopes": ((4,), "float32")} and shapes["b.npy"] == {"slopes": ((4,), "float16")}
+
+
+# ----------------------------------------------------------------------------------------- bad manifests
+BAD = [
+    pytest.param(
+        '[[table]]\ncommand = "rope"\noutput = "r.npz"\nseq_len = 4\nhead_dims = 8',
+        ["table #2 (output 'r.npz')", "unknown key 'head_dims'", "did you mean 'head_dim'", "rope takes seq_len"],
+        id="unknown-key",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq-len = 4\nd_model = 4',
+        ["table #2 (output 'g.h')", "unknown key 'seq-len'", "did you mean 'seq_len'"],
+        id="dashes",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = "4"\nd_model = 4',
+        ["table #2 (output 'g.h')", 'seq_len must be an integer, got "4" (a string)'],
+        id="wrong-type",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 4\nd_model = 4\nprogmem = 1',
+        ["table #2", "progmem must be true or false, got 1 (an integer)"],
+        id="wrong-type-flag",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 4\nd_model = 4\ndtype = "float8"',
+        ["table #2", 'dtype must be one of "float32", "float64"', 'got "float8"'],
+        id="wrong-choice",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "gen"\noutput = "g.h"',
+        ["table #2 (output 'g.h')", 'command must be one of "generate", "rope", "alibi", "sincos2d"', '"gen"'],
+        id="unknown-command",
+    ),
+    pytest.param('[[table]]\noutput = "g.h"', ["table #2 (output 'g.h')", "missing key 'command'"], id="no-command"),
+    pytest.param('[[table]]\ncommand = "alibi"\nheads = 4', ["table #2:", "missing key 'output'"], id="missing-output"),
+    pytest.param(
+        '[[table]]\ncommand = "sincos2d"\noutput = "s.npy"\nd_model = 8',
+        ["table #2 (output 's.npy')", "missing key 'grid'", "sincos2d needs grid and d_model"],
+        id="missing-required",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "alibi"\noutput = "ok.h"\nheads = 4',
+        ["table #2 (output 'ok.h')", "is also written by table #1 (output 'ok.h')"],
+        id="duplicate-output",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "alibi"\noutput = "./sub/../ok.c"\nheads = 4',
+        ["table #2 (output './sub/../ok.c')", "ok.h' is also written by table #1"],
+        id="companion-collides",
+    ),
+    pytest.param('[[table]\ncommand = "alibi"', ["posenc.toml: invalid TOML", "line 7"], id="invalid-toml"),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 0\nd_model = 4',
+        ["table #2 (output 'g.h')", "seq_len must be a positive integer, got 0"],
+        id="out-of-range",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "rope"\noutput = "r.h"\nseq_len = 4\nhead_dim = 4\nfactor = 2.0',
+        ["table #2 (output 'r.h')", "factor applies to scaling linear"],
+        id="key-not-for-this-scaling",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "rope"\noutput = "r.npy"\nseq_len = 4\nhead_dim = 4',
+        ["table #2 (output 'r.npy')", "part", "holds 3 arrays"],
+        id="several-arrays-in-npy",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "rope"\noutput = "r.npy"\nseq_len = 4\nhead_dim = 4\npart = "tan"',
+        ["table #2", "no part 'tan'", "cos, sin, inv_freq"],
+        id="unknown-part",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.txt"\nseq_len = 4\nd_model = 4',
+        ["table #2 (output 'g.txt')", "cannot tell the format", "'.txt'"],
+        id="unknown-suffix",
+    ),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 4\nd_model = 4\nnamespace = "ns"',
+        ["table #2", "a namespace needs lang c++"],
+        id="c-options",
+    ),
+    pytest.param(
+        '[defaults]\nd_model = -4\n[[table]]\ncommand = "alibi"\noutput = "a.h"\nheads = 2\n'
+        '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 4',
+        ["table #2 (output 'g.h')", "d_model must be a positive integer, got -4 (from [defaults])"],
+        id="bad-default",
+    ),
+    pytest.param(
+        "[defaults]\nd_modle = 4", ["posenc.toml, [defaults]: unknown key 'd_modle'", "'d_model'"], id="default-key"
+    ),
+    pytest.param(
+        "[defaults.rope]\nheads = 4", ["[defaults.rope]: unknown key 'heads'", "options of rope"], id="command-default"
+    ),
+    pytest.param('[defaults]\noutput = "x.h"', ["[defaults]: output belongs in each [[table]]"], id="output-default"),
+    pytest.param("[tables]\nx = 1", ["unknown top-level key 'tables'", "did you mean 'table'"], id="top-level"),
+    pytest.param(
+        '[[table]]\ncommand = "generate"\noutput = "posenc.toml"\nformat = "csv"\nseq_len = 4\nd_model = 4',
+        ["table #2 (output 'posenc.toml')", "overwrite the manifest"],
+        id="overwrites-manifest",
+    ),
+]
+
+
+@pytest.mark.parametrize(("second", "fragments"), BAD)
+def test_a_bad_manifest_exits_2_naming_entry_and_key_and_writes_nothing(tmp_path, second, fragments):
+    # The bad entry comes after a valid one (or [defaults] before it): not even the valid one is written.
+    text = f"{second}\n{VALID}" if second.startswith(("[defaults", "[tables")) else f"{VALID}\n{second}\n"
+    manifest = write(tmp_path, text)
+    result = run("build", str(manifest), "--depfile", str(tmp_path / "t.d"))
+    assert_one_line_error(result, 2, *fragments)
+    assert os.listdir(tmp_path) == ["posenc.toml"]
+
+
+def test_an_unwritable_output_exits_1_and_writes_nothing(tmp_path):
+    manifest = write(tmp_path, f'{VALID}\n[[table]]\ncommand = "alibi"\noutput = "nodir/a.npz"\nheads = 4\n')
+    result = run("build", str(manifest))
+    assert_one_line_error(result, 1, "table #2 (output 'nodir/a.npz')", "does not exist")
+    assert os.listdir(tmp_path) == ["posenc.toml"]
+
+
+def test_the_library_raises_spec_errors_naming_the_manifest():
+    with pytest.raises(posenc_cli.SpecError, match="no manifest") as info:
+        building.load_manifest("/nonexistent/posenc.toml")
+    assert info.value.param == "manifest"
+
+
+# ------------------------------------------------------------------------------------------------ depfiles
+def test_depfile_lists_every_output_then_the_manifest_escaped(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    entries = "".join(
+        f'[[table]]\ncommand = "alibi"\nheads = 2\noutput = "{name}"\n'
+        for name in ("tables/my table.c", "tables/a#b.npz", "tables/$x.npz", "tables/ünï.npz")
+    )
+    (tmp_path / "tables").mkdir()
+    manifest = write(tmp_path / "cfg dir", entries, "pos enc.toml")
+    text = building.depfile_text(building.load_manifest(manifest, output_dir=tmp_path))
+    targets = "tables/my\\ table.c tables/my\\ table.h tables/a\\#b.npz tables/$$x.npz tables/ünï.npz"
+    assert text == f"{targets}: cfg\\ dir/pos\\ enc.toml\n"
+    # Outside the current directory: absolute (as CMake names files outside its build tree).
+    inside = tmp_path / "cfg dir"
+    monkeypatch.chdir(inside)
+    report = building.build(manifest, output_dir=tmp_path)
+    assert building.depfile_text(report).startswith(f"{tmp_path}/tables/my\\ table.c ")
+    assert building.depfile_text(report).endswith(": pos\\ enc.toml\n")
+
+
+@pytest.mark.parametrize("name", ["a:b.h", "a%b.h", "a*b.h", "a?b.h", "lib(x).h", "a[1].h", "a;b.h", "a=b.h",
+                                  "a\\b.h", "a\tb.h", "a|b.h", "a'b.h", "~a.h"])  # fmt: skip
+def test_depfile_refuses_names_make_and_ninja_read_differently(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    manifest = write(tmp_path, f'[[table]]\ncommand = "alibi"\nheads = 2\noutput = {json.dumps(name)}\n')
+    with pytest.raises(posenc_cli.SpecError, match="cannot name .* in a depfile") as info:
+        building.depfile_text(building.load_manifest(manifest))
+    assert info.value.param == "depfile"
+    # The command checks before it writes anything.
+    assert_one_line_error(run("build", "--depfile", "t.d"), 2, "--depfile", "rename the file")
+    assert os.listdir(tmp_path) == ["posenc.toml"]
+
+
+def test_an_unwritable_depfile_exits_1_before_any_table_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID)
+    assert_one_line_error(run("build", "--depfile", "nodir/t.d"), 1, "nodir/t.d", "does not exist")
+    assert os.listdir(tmp_path) == ["posenc.toml"]
+
+
+def test_depfile_is_written_atomically_and_left_alone_when_unchanged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID)
+    assert run("build", "--depfile", "posenc.d").exit_code == 0
+    assert (tmp_path / "posenc.d").read_text() == "ok.h: posenc.toml\n"
+    before = snapshot(tmp_path)
+    assert run("build", "--depfile", "posenc.d").exit_code == 0
+    assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------------------------- real build systems
+def _python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=_python_env(), timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _later(path: Path, root: Path) -> None:
+    """Touch ``path`` (now, never in the future) so that it is newer than every file under ``root``, whatever the
+    file system's time stamp resolution."""
+    newest = max(p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and p != path)
+    while True:
+        os.utime(path)
+        if path.stat().st_mtime_ns > newest:
+            return
+        time.sleep(0.01)
+
+
+TWO_TABLES = f'{VALID}\n[[table]]\ncommand = "rope"\noutput = "rope 1.npz"\nseq_len = 8\nhead_dim = 4\n'
+
+
+def test_make_reruns_posenc_only_when_the_manifest_changes(tmp_path):
+    make = require_tool("make")
+    version = subprocess.run([make, "--version"], capture_output=True, text=True).stdout.split()
+    if tuple(int(v) for v in version[2].split(".")[:2]) < (4, 3):
+        pytest.skip("grouped targets (&:) need GNU make 4.3")
+    write(tmp_path, TWO_TABLES)
+    # No explicit dependency on the manifest: only the depfile says it. make compares time stamps only, so the
+    # recipe touches its outputs (posenc leaves unchanged ones alone), as cmake/posenc.cmake does.
+    (tmp_path / "Makefile").write_text(
+        f"all: ok.h rope\\ 1.npz\nok.h rope\\ 1.npz &:\n"
+        f"\t{shlex.quote(sys.executable)} -m posenc_cli build posenc.toml --depfile posenc.d\n"
+        "\ttouch ok.h 'rope 1.npz'\n-include posenc.d\n"
+    )
+    assert "posenc_cli build" in _run([make], tmp_path).stdout
+    assert (tmp_path / "posenc.d").read_text() == "ok.h rope\\ 1.npz: posenc.toml\n"
+    stamps = snapshot(tmp_path)
+    assert "posenc_cli" not in _run([make], tmp_path).stdout
+    assert subprocess.run([make, "-q"], cwd=tmp_path).returncode == 0 and snapshot(tmp_path) == stamps
+    _later(tmp_path / "posenc.toml", tmp_path)
+    assert subprocess.run([make, "-q"], cwd=tmp_path).returncode == 1
+    assert "posenc_cli build" in _run([make], tmp_path).stdout
+    assert subprocess.run([make, "-q"], cwd=tmp_path).returncode == 0
+    (tmp_path / "posenc.toml").write_text(TWO_TABLES.replace("seq_len = 8", "seq_len = 9"))
+    _later(tmp_path / "posenc.toml", tmp_path)
+    _run([make], tmp_path)
+    assert posenc_cli.load(tmp_path / "rope 1.npz").arrays["cos"].shape == (9, 4)
+
+
+def test_ninja_reruns_posenc_when_the_manifest_changes_and_restats_its_outputs(tmp_path):
+    ninja = require_tool("ninja")
+    write(tmp_path, TWO_TABLES)
+    (tmp_path / "use.txt").write_text("")
+    (tmp_path / "build.ninja").write_text(
+        f"rule posenc\n  command = {shlex.quote(sys.executable)} -m posenc_cli build posenc.toml --depfile posenc.d\n"
+        "  depfile = posenc.d\n  restat = 1\n"
+        "rule cat\n  command = cat ok.h > $out\n"
+        "build ok.h rope$ 1.npz: posenc\n"  # the manifest is not named: the depfile brings it
+        "build copy.txt: cat ok.h\n"  # downstream of a table: rebuilt only when the table changes
+    )
+    assert "posenc_cli build" in _run([ninja, "-v"], tmp_path).stdout
+    assert (tmp_path / "posenc.d").read_text() == "ok.h rope\\ 1.npz: posenc.toml\n"
+    assert "no work to do" in _run([ninja, "-n"], tmp_path).stdout
+    # Touched, same content: posenc runs once, leaves the outputs alone, Ninja restats: nothing downstream.
+    before = snapshot(tmp_path)
+    _later(tmp_path / "posenc.toml", tmp_path)
+    ran = _run([ninja, "-v"], tmp_path).stdout
+    assert "posenc_cli build" in ran and "cat ok.h" not in ran, ran
+    assert {k: v for k, v in snapshot(tmp_path).items() if k in ("ok.h", "rope 1.npz", "copy.txt")} == {
+        k: v for k, v in before.items() if k in ("ok.h", "rope 1.npz", "copy.txt")
+    }
+    assert "no work to do" in _run([ninja, "-n"], tmp_path).stdout
+    # A real change regenerates the table and what uses it.
+    (tmp_path / "posenc.toml").write_text(TWO_TABLES.replace("d_model = 4", "d_model = 6"))
+    _later(tmp_path / "posenc.toml", tmp_path)
+    ran = _run([ninja, "-v"], tmp_path).stdout
+    assert "posenc_cli build" in ran and "cat ok.h" in ran, ran
+    assert "OK_D_MODEL 6" in (tmp_path / "copy.txt").read_text()
+    assert "no work to do" in _run([ninja, "-n"], tmp_path).stdout
+
+
+def test_cmake_custom_command_with_depfile(tmp_path):
+    cmake = require_tool("cmake")
+    require_tool("ninja")
+    gcc = require_tool("gcc")
+    source, binary = tmp_path / "src", tmp_path / "build"
+    write(source, TWO_TABLES.replace('output = "ok.h"', 'output = "ok.c"'))
+    (source / "main.c").write_text(
+        '#include <stdio.h>\n#include "ok.h"\nint main(void) { printf("%d\\n", OK_D_MODEL); return 0; }\n'
+    )
+    posenc = f'"{sys.executable}" -m posenc_cli'
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(tables C)\n"
+        "set(out ${CMAKE_CURRENT_BINARY_DIR})\n"
+        "add_custom_command(\n"
+        '  OUTPUT ${out}/ok.c ${out}/ok.h "${out}/rope 1.npz"\n'
+        f"  COMMAND {posenc} build ${{CMAKE_CURRENT_SOURCE_DIR}}/posenc.toml --output-dir ${{out}}\n"
+        "          --depfile ${out}/tables.d\n"
+        "  DEPFILE ${out}/tables.d\n  VERBATIM)\n"  # the manifest is not in DEPENDS: the depfile brings it
+        "add_executable(app main.c ${out}/ok.c)\ntarget_include_directories(app PRIVATE ${out})\n"
+    )
+    env = _python_env()
+    configure = [cmake, "-S", str(source), "-B", str(binary), "-G", "Ninja", f"-DCMAKE_C_COMPILER={gcc}"]
+    subprocess.run(configure, check=True, capture_output=True, env=env, timeout=120)
+
+    def cmake_build() -> str:
+        return _run([cmake, "--build", str(binary), "--verbose"], tmp_path).stdout
+
+    assert "posenc_cli build" in cmake_build()
+    assert subprocess.run([str(binary / "app")], capture_output=True, text=True).stdout == "4\n"
+    assert "no work to do" in cmake_build()
+    _later(source / "posenc.toml", tmp_path)  # same content: posenc reruns, nothing is recompiled
+    output = cmake_build()
+    assert "posenc_cli build" in output and "ok.c.o" not in output, output
+    assert "no work to do" in cmake_build()
+    (source / "posenc.toml").write_text((source / "posenc.toml").read_text().replace("d_model = 4", "d_model = 6"))
+    _later(source / "posenc.toml", tmp_path)
+    output = cmake_build()
+    assert "posenc_cli build" in output and "main.c.o" in output, output
+    assert subprocess.run([str(binary / "app")], capture_output=True, text=True).stdout == "6\n"
