@@ -106,9 +106,7 @@ def generate(
             zero_point=zero_point_arg,
         )  # fmt: skip
     else:
-        presets.preset_rows(
-            spec, 0, min(seq_len, 1), element.name, quant_scale=element.scale, zero_point=zero_point_arg
-        )
+        presets.check_rows(spec, seq_len, element.name, quant_scale=element.scale, zero_point=zero_point_arg)
         rows = functools.partial(
             presets.preset_rows, spec, dtype=element.name, quant_scale=element.scale, zero_point=zero_point_arg
         )
@@ -349,11 +347,15 @@ def plan(path: PathLike, *, format: str | None = None, name: str | None = None, 
     Raises
     ------
     SpecError
-        Unknown ``format``, a suffix that names no format, or an invalid ``name``.
+        Unknown ``format``, a suffix that names no format, an invalid ``name``, or a path that does not name a file
+        (empty, ``.``, ending in ``/``).
     OutputError
         A missing directory, a directory without write permission, a path that is a directory.
     """
-    path = Path(os.fspath(path))
+    text = os.fspath(path)
+    if check_paths and (not text or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", "..")):
+        raise SpecError(f"the output must name a file, got {text!r}", param="output")
+    path = Path(text)
     fmt = by_name(format) if format is not None else infer(path)
     table_name = check_name(name) if name is not None else name_from_path(path)
     paths = [path]

@@ -95,15 +95,23 @@ def _say(message: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
 
 
-@click.group(cls=PosencGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=PosencGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
 @click.version_option(__version__, "-V", "--version", prog_name="posenc", message="%(prog)s %(version)s")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Positional-encoding tables for Transformers: correctly rounded, written as .npy, .h5, .csv or C.
 
     \b
     Example:
       posenc generate -n 2048 -d 512 -o pe.h
     """
+    if ctx.invoked_subcommand is None:  # plain `posenc`: the help, as --help shows it
+        click.echo(ctx.get_help())
 
 
 def _element_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -644,7 +652,7 @@ def convert(
     with _mapped_errors(ctx):
         if (output_arg is None) == (p["output"] is None):
             raise SpecError("give the output once: convert IN OUT, or convert IN -o OUT", param="output")
-        p["output"] = p["output"] or output_arg
+        p["output"] = p["output"] if p["output"] is not None else output_arg
         _write(ctx, lambda: api.convert(api.load(input_), dtype=dtype, scale=scale, zero_point=zero_point, key=key))
 
 
@@ -844,6 +852,8 @@ def plot(
             raise SpecError(f"the output must be a .png file, got {output!r}", param="output")
         _atomic.check_writable(out)
         table = _source(ctx.params)
+        if title is not None:  # bytes that are not UTF-8 (a shell's $'\xff') arrive as lone surrogates
+            title = title.encode("utf-8", "replace").decode("utf-8")
         plotting.heatmap_png(table, out, part=ctx.params["part"], dims=dims, title=title, dpi=dpi)
 
 

@@ -249,7 +249,7 @@ def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exac
         return
     consts = K.constants(cols.ks_bytes, spec.base, spec.denom, spec.start, spec.step, spec.mults)
     stats = Stats(cols, consts, spec)
-    size = _block_rows(n, d)
+    size = min(_block_rows(n, d), max(n, 1))  # offsets beyond the rows asked for may leave the angle domain
     tab = _offset_table(cols, spec, size, out.dtype == np.float64)  # once, before any thread
     mid = ((first + n // 2) // size) * size - first  # a block boundary near the middle
     if out.size >= _PARALLEL_MIN and (os.cpu_count() or 1) > 1 and 0 < mid < n:

@@ -74,6 +74,8 @@ def _enclosure(j: int, e: Fraction, digits: int) -> tuple[Fraction, Fraction]:
 
 
 def _exact(j: int, e: Fraction, element: ElementType) -> int | float:
+    if e.denominator == 1:  # j * 2**e is rational and may sit on a rounding boundary: no enclosure would decide it
+        return element.from_exact(j * Fraction(2) ** e.numerator)
     digits = 40
     while True:
         lo, hi = _enclosure(j, e, digits)

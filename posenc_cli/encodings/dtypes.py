@@ -119,6 +119,11 @@ class ElementType:
             scaled = y * float(2 ** (15 if self.name == "q15" else 7))  # exact: a power of two
             return _saturate(_round_half_away(scaled), self.storage), np.abs(scaled - np.trunc(scaled)) == 0.5
         assert self.scale is not None
+        with np.errstate(over="ignore", invalid="ignore"):  # a tiny scale: inf saturates, and is never a tie
+            return self._affine(y)
+
+    def _affine(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        assert self.scale is not None
         scaled = y / self.scale
         # |y/scale - exact/scale| <= (half ulp of y)/scale + the division's half ulp; taken twice over.
         err = (np.spacing(np.abs(y)) / self.scale + np.spacing(np.abs(scaled))) * 2

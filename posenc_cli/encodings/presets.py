@@ -49,7 +49,7 @@ from fractions import Fraction
 import numpy as np
 
 from posenc_cli.encodings.dtypes import ElementType
-from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, show, sinusoid_rows
+from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, check_sinusoid, count, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
 __all__ = ["LAYOUTS", "ODD", "PRESETS", "Preset", "SinusoidSpec", "preset_rows", "resolve"]
@@ -280,6 +280,33 @@ def columns(spec: SinusoidSpec) -> list[tuple[int, str] | None]:
     return cols + [None] if zero else cols
 
 
+def check_rows(
+    spec: SinusoidSpec,
+    stop_row: int,
+    dtype: str = "float32",
+    *,
+    quant_scale: float | None = None,
+    zero_point: int | None = None,
+) -> None:
+    """Check that rows ``0 .. stop_row - 1`` of ``spec``'s table are in the engine's domain (positions below
+    ``2**32``, amplitude within the output type), without computing any: :class:`SpecError` otherwise."""
+    denom, base, mult = _frequencies(spec)
+    cols = columns(spec)
+    ks = [c[0] for c in cols if c is not None]
+    mults = None if mult is None or not ks else [mult] * (max(ks) + 1)
+    try:
+        check_sinusoid(
+            0, stop_row, cols, denom=denom, base=base, start=spec.start, step=spec.step, scale=spec.amplitude,
+            dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=mults,
+        )  # fmt: skip
+    except SpecError as exc:
+        renamed = {"stop_row": "step" if spec.step != 1 else "seq_len", "scale": "amplitude", "mults": "min_timescale"}
+        if exc.param in renamed:
+            message = str(exc).replace("scale", "amplitude", 1) if exc.param == "scale" else str(exc)
+            raise SpecError(message, param=renamed[exc.param]) from None
+        raise
+
+
 def preset_rows(
     spec: SinusoidSpec,
     first_row: int,
@@ -293,7 +320,8 @@ def preset_rows(
     rounded (a block is bit-identical to the same rows of a larger block)."""
     denom, base, mult = _frequencies(spec)
     cols = columns(spec)
-    mults = None if mult is None else [mult] * (max(c[0] for c in cols if c is not None) + 1)
+    ks = [c[0] for c in cols if c is not None]
+    mults = None if mult is None or not ks else [mult] * (max(ks) + 1)
     out = sinusoid_rows(
         first_row, stop_row, cols, denom=denom, base=base, start=spec.start, step=spec.step, scale=spec.amplitude,
         dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=mults,

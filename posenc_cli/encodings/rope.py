@@ -365,6 +365,12 @@ def _longrope(seq_len: int, p: dict[str, object]) -> tuple[tuple[Fraction, ...],
             if "max_positions" not in p:
                 raise SpecError("scaling longrope needs factor (or max_positions to derive it)", param="factor")
             factor = _num(p, "max_positions") / original
+        if factor > 1 and original < 2:  # ln(1) = 0 divides
+            raise SpecError(
+                "longrope's attention scaling divides by ln(original_max_positions): it must be at least 2, got 1 "
+                "(or give attention_factor)",
+                param="original_max_positions",
+            )
         attention = 1.0 if factor <= 1 else math.sqrt(1 + _f64(_ln(factor)) / _f64(_ln(original)))
     return mults, attention
 

@@ -25,6 +25,8 @@ from posenc_cli.errors import SpecError
 
 #: Grid sides posenc accepts: far beyond any vision model.
 MAX_SIDE = 1 << 16
+#: The widest table: the 1-D tables' limit (per-column constants cost a few microseconds each).
+MAX_D_MODEL = 1 << 20
 
 
 def check(height: object, width: object, d_model: object) -> tuple[int, int, int]:
@@ -38,6 +40,8 @@ def check(height: object, width: object, d_model: object) -> tuple[int, int, int
             f"got {d_model!r}",
             param="d_model",
         )
+    if d_model > MAX_D_MODEL:
+        raise SpecError(f"d_model must be at most {MAX_D_MODEL}, got {d_model}", param="d_model")
     return int(height), int(width), int(d_model)  # type: ignore[call-overload]
 
 

@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import FormatError, SpecError
 from ..table import Table
 from ._blocks import row_blocks
 from ._spell import decimal, element_name
@@ -38,8 +38,12 @@ MAX_LOAD_BYTES = 1 << 31
 def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write the table's single 2-D array as CSV text to ``fp``."""
     array = table.array
-    if array.ndim != 2:
-        raise FormatError(f"CSV holds 2-D tables, this array has shape {array.shape}")
+    if array.ndim != 2:  # a request CSV cannot hold: a usage error, like a missing --part
+        raise SpecError(
+            f"CSV holds 2-D tables and {next(iter(table.arrays))!r} has shape {array.shape}: pick a 2-D array with "
+            "--part (part= in the API), or write .npy, .npz, .h5 or C",
+            param="part",
+        )
     element = element_name(table)
     if "scale" in table.params:  # what an int8 table means travels with it, in a comment readers skip
         quantisation = f"# dtype={element} scale={table.params['scale']!r} zero_point={table.params['zero_point']}\n"
