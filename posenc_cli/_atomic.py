@@ -2,22 +2,41 @@
 
 Each output is written to a temporary file in its own directory (same filesystem, so the final rename is atomic),
 flushed to disk, given the permissions an ordinary ``open()`` would have given it (``0o666 & ~umask``; ``mkstemp``
-makes 0600), and only then renamed over the target with ``os.replace``. On any error, or an interrupt, the
-temporaries are removed and the targets keep what they held before.
+makes 0600), and only then renamed over the target with ``os.replace``. On any error, an interrupt (SIGINT) or a
+termination the CLI turns into an exception (SIGTERM, SIGHUP: :mod:`posenc_cli._signals`), the temporaries are
+removed and the targets keep what they held before. Two processes writing one target each write their own
+temporary file: the target ends up as one of the two complete files, never a mix.
 
 Large outputs are flushed to disk while they are being written (a background ``fdatasync`` every
 :data:`FLUSH_BYTES`), so the disk works while the next rows are computed instead of all at the end.
 
-Temporary files are named ``.<target name>.<random>.posenc-tmp`` so that one left behind by a killed process is
-recognisable. A target that is a symbolic link is followed: the file it points to is replaced, the link stays.
+Temporary files and what a killed process leaves behind
+-------------------------------------------------------
+A temporary file is named ``.<target name>.<pid>.<random>.posenc-tmp`` (the target name cut to
+:data:`NAME_BYTES` bytes, so that the whole fits the usual 255-byte limit), and its writer holds an exclusive
+``flock`` on it until it is renamed or removed. Only SIGKILL (or a crash of the machine) leaves one behind. Before
+writing a target, posenc removes the temporary files of *that target* whose writer is gone: the PID in the name
+is not a live process (``os.kill(pid, 0)`` raises ``ProcessLookupError``) *and* nobody holds the lock. The lock
+keeps a live writer's file safe where its PID means nothing (another PID namespace, another machine on a network
+file system); a PID that was reused keeps a stale file until the new process ends, which is harmless. The calling
+process's own PID is never considered stale (another thread may be writing). Cleaning is best effort: a file
+that cannot be removed is left, and never fails the write.
+
+Symbolic links
+--------------
+A target that is a symbolic link is followed, as ``open(path, "w")`` and a shell's ``>`` would: the file it points
+to is replaced atomically (its temporary file lives in *that* file's directory) and the link stays. A dangling
+link is followed too: posenc creates the file it names, provided that file's directory exists. A loop of links
+is refused with :class:`~posenc_cli.errors.OutputError`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
+import fcntl
 import io
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,30 +46,58 @@ from typing import Any, BinaryIO
 from .errors import OutputError
 
 TMP_SUFFIX = ".posenc-tmp"
+#: The most bytes of the target's name kept in a temporary file's name: with the dot, PID, random part and suffix
+#: (under 32 bytes) the name stays within the 255 bytes most file systems allow.
+NAME_BYTES = 200
 #: Bytes written between two background flushes: big enough that flushing costs nothing for small files (which
 #: never reach it), small enough that the disk starts early on large ones.
 FLUSH_BYTES = 64 << 20
+#: ``os.fdatasync`` where the platform has it (not macOS).
+_datasync = getattr(os, "fdatasync", os.fsync)
 
 
 class _FlushingFile(io.BufferedRandom):
-    """A temporary output that asks the OS to write its data to disk in the background as it grows."""
+    """A temporary output that asks the OS to write its data to disk in the background as it grows.
+
+    It remembers the first OS error a write, flush or truncate met (``failure``): a writer that loses it on the way
+    up (h5py turns it into an unrelated ``AttributeError`` when closing a file on a full disk) cannot hide it.
+    """
 
     def __init__(self, raw: io.FileIO) -> None:
         super().__init__(raw, buffer_size=1 << 20)
         self._unflushed = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
+        self.failure: OSError | None = None
 
     def write(self, data: Any) -> int:
-        written = super().write(data)
+        try:
+            written = super().write(data)
+        except OSError as exc:
+            self.failure = self.failure or exc
+            raise
         self._unflushed += written
         if self._unflushed >= FLUSH_BYTES and (self._pending is None or self._pending.done()):
             self._unflushed = 0
             super().flush()
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-flush")
-            self._pending = self._pool.submit(os.fdatasync, self.fileno())
+            self._pending = self._pool.submit(_datasync, self.fileno())
         return written
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            self.failure = self.failure or exc
+            raise
+
+    def truncate(self, size: int | None = None) -> int:
+        try:
+            return super().truncate(size)
+        except OSError as exc:
+            self.failure = self.failure or exc
+            raise
 
     def sync(self) -> None:
         """Wait for the background flush, then make every byte durable."""
@@ -59,8 +106,10 @@ class _FlushingFile(io.BufferedRandom):
         os.fsync(self.fileno())
 
     def close(self) -> None:
-        self._finish()
-        super().close()
+        try:
+            self._finish()
+        finally:
+            super().close()  # closes the descriptor even when flushing the buffer fails (a full disk)
 
     def _finish(self) -> None:
         if self._pool is not None:
@@ -74,12 +123,16 @@ class _FlushingFile(io.BufferedRandom):
 def check_writable(path: Path) -> Path:
     """The real path ``path`` will be written at; ``OutputError`` when it cannot be, before any work is done."""
     target = Path(os.path.realpath(path))
+    if target.is_symlink():  # realpath stops at a link it cannot resolve: a loop
+        raise OutputError(f"cannot write {str(path)!r}: it is a loop of symbolic links")
     parent = target.parent
     if not parent.is_dir():
         raise OutputError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
     if target.is_dir():
         raise OutputError(f"cannot write {str(path)!r}: it is a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
+        if _read_only(parent):
+            raise OutputError(f"cannot write {str(path)!r}: the file system of {str(parent)!r} is read-only")
         raise OutputError(f"cannot write {str(path)!r}: no permission to create files in {str(parent)!r}")
     return target
 
@@ -90,7 +143,8 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
 
     The files are replaced one after another once every one of them has been written in full, so an error while
     writing any of them leaves all targets untouched. A target that already holds exactly the new bytes is left
-    alone, modification time included, so make, Ninja and CMake see nothing to rebuild downstream.
+    alone, modification time included, so make, Ninja and CMake see nothing to rebuild downstream. Temporary
+    files that killed writers left beside a target are removed first (see the module's docstring).
 
     Examples
     --------
@@ -106,17 +160,27 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
     temps: list[tuple[_FlushingFile, str]] = []
     try:
         for target in targets:
+            remove_stale_temps(target)
             try:
-                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
+                fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=TMP_SUFFIX, dir=target.parent)
             except OSError as exc:
                 raise _output_error(target, exc) from None
             temps.append((_FlushingFile(io.FileIO(fd, "r+")), tmp))
+            with contextlib.suppress(OSError):  # a file system without locks: the PID alone guards the file
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
             yield [fp for fp, _ in temps]
+        except OutputError:
+            raise
         except OSError as exc:
-            if isinstance(exc, OutputError):
-                raise
             raise _output_error(targets[0], exc) from None
+        except Exception as exc:
+            # A writer that fails again while handling a failed write, or loses the OS error on its way up (h5py,
+            # closing a file on a full disk), raises something else: the OS error is still the cause to report.
+            cause = _os_error_behind(exc) or next((fp.failure for fp, _ in temps if fp.failure), None)
+            if cause is None:
+                raise
+            raise _output_error(targets[0], cause) from exc
         changed = []
         for (fp, tmp), target in zip(temps, targets, strict=True):
             try:
@@ -136,10 +200,78 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
                 raise _output_error(target, exc) from None
         _fsync_dirs({target.parent for _, target in changed})
     finally:
+        # Never raise from here: that would hide the error being handled and skip the other removals.
         for fp, tmp in temps:
-            fp.close()
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
+                fp.close()
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def remove_stale_temps(target: Path) -> list[Path]:
+    """Remove the temporary files of ``target`` that writers which no longer run left behind; return them.
+
+    Stale means: the PID in the name is not a live process, it is not this process, and no one holds the file's
+    lock. Anything else (a live writer, a file that cannot be opened or removed, a name posenc did not make) is
+    left alone.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> remove_stale_temps(pathlib.Path(tempfile.mkdtemp()) / "pe.npy")
+    []
+    """
+    pattern = re.compile(
+        re.escape(_temp_name_start(target.name)) + r"(\d{1,10})\.[A-Za-z0-9_]+" + re.escape(TMP_SUFFIX)
+    )
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live writer: BlockingIOError
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _temp_name_start(name: str) -> str:
+    """What every temporary file of a target called ``name`` starts with: ``.<name>.`` (``name`` cut short)."""
+    raw = os.fsencode(name)
+    return f".{os.fsdecode(raw[:NAME_BYTES]) if len(raw) > NAME_BYTES else name}."
+
+
+def _temp_prefix(name: str) -> str:
+    return f"{_temp_name_start(name)}{os.getpid()}."
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` may be a running process (anything but a definite "no such process" counts as yes)."""
+    if pid <= 0:
+        return True  # not a writer's PID: a name posenc did not make
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # PermissionError: alive, another user's
+        return True
+    return True
 
 
 def _same_content(fp: BinaryIO, target: Path) -> bool:
@@ -159,9 +291,27 @@ def _same_content(fp: BinaryIO, target: Path) -> bool:
         return False
 
 
+def _os_error_behind(exc: BaseException) -> OSError | None:
+    """The OS error ``exc`` was raised while handling, directly or through other exceptions, if any."""
+    seen = 0
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and seen < 16:
+        if isinstance(cause, OSError) and not isinstance(cause, OutputError):
+            return cause
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
 def _output_error(target: Path, exc: OSError) -> OutputError:
-    cause = "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-    return OutputError(f"cannot write {str(target)!r}: {cause}")
+    """``cannot write '<path>': <the OS's words>`` ("No space left on device", "File too large", ...)."""
+    return OutputError(f"cannot write {str(target)!r}: {exc.strerror or exc}")
+
+
+def _read_only(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _umask() -> int:

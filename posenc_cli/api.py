@@ -27,7 +27,7 @@ from typing import BinaryIO, Union
 
 import numpy as np
 
-from . import _atomic
+from . import _atomic, _resources
 from .encodings import alibi as alibi_encoding
 from .encodings import check_params, presets, sinusoidal, sinusoidal_rows
 from .encodings import rope as rope_encoding
@@ -112,6 +112,10 @@ def generate(
         )
     array: Array = RowSource((seq_len, d_model), element.storage, rows)
     if not lazy:
+        _resources.check_memory(
+            seq_len * d_model * _resources.WORK_BYTES_PER_VALUE["sinusoidal"],
+            f"the {seq_len} x {d_model} table built whole (lazy=True streams it)",
+        )
         array = np.asarray(array)
     params: dict[str, Param] = {
         "seq_len": seq_len,
@@ -164,6 +168,11 @@ def rope(
     )  # fmt: skip
     zero_point_arg = element.zero_point if element.scale is not None else None
     arrays: dict[str, Array] = {}
+    if not lazy:
+        _resources.check_memory(
+            2 * spec.seq_len * spec.head_dim * _resources.WORK_BYTES_PER_VALUE["rope"],
+            f"the RoPE caches ({spec.seq_len} x {spec.head_dim}) built whole (lazy=True streams them)",
+        )
     for part in ("cos", "sin"):
         rows = functools.partial(
             rope_encoding.cache_rows, spec, part, dtype=element.name, quant_scale=element.scale,
@@ -201,6 +210,10 @@ def alibi(
     ([0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125], [0.0, 0.25, 0.5, 0.75])
     """
     heads, seq_len = alibi_encoding.check(heads, seq_len)
+    if seq_len is not None:
+        _resources.check_memory(
+            heads * seq_len * _resources.WORK_BYTES_PER_VALUE["alibi"], f"the ALiBi bias matrix ({heads} x {seq_len})"
+        )
     element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
     arrays = alibi_encoding.slopes_and_bias(heads, seq_len, element)
     params: dict[str, Param] = {"heads": heads, "dtype": element.name}
@@ -234,6 +247,10 @@ def sincos2d(
     (197, 768)
     """
     height, width, d_model = sincos2d_encoding.check(height, width, d_model)
+    rows = int(cls_token) + height * width
+    _resources.check_memory(
+        rows * d_model * _resources.WORK_BYTES_PER_VALUE["sincos2d"], f"the 2-D sincos table ({rows} x {d_model})"
+    )
     _, _, base, element = check_params(1, 1, base, dtype, scale=scale, zero_point=zero_point)
     array = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=element)
     params: dict[str, Param] = {
@@ -455,6 +472,10 @@ def save(
         if companion is not None and len(out.paths) > 1:
             companion.dump(table, files[1], dataclasses.replace(options, filename=out.paths[1].name))
 
+    # Refuse what cannot fit before the first byte; stdout and check build the file in full in the temp directory.
+    spool = stdout is not None or check
+    where = Path(tempfile.gettempdir(), "posenc") if spool else out.paths[0]
+    _resources.check_disk(where, _resources.estimate_bytes(table, out.format).low)
     if stdout is not None:
         if len(out.paths) > 1:
             raise SpecError(

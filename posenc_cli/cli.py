@@ -4,8 +4,9 @@ This is the only module that uses click and rich, and the only place errors beco
 
 - 0: success (silent unless ``-v``);
 - 2: bad usage, an invalid parameter (click's usage errors and :class:`~posenc_cli.errors.SpecError`);
-- 1: any other failure (:class:`~posenc_cli.errors.PosencError`, an OS error, an internal error);
-- 130: interrupted.
+- 1: any other failure (:class:`~posenc_cli.errors.PosencError`, an OS error, not enough memory or disk, an
+  internal error);
+- 130: interrupted (SIGINT); 143: terminated (SIGTERM); 129: hung up (SIGHUP). The output keeps what it held.
 
 Every error is one line on stderr, ``Error: <what was wrong and what is allowed>``, never a traceback (set
 ``POSENC_DEBUG=1`` to see one). stdout is left to machines.
