@@ -77,6 +77,7 @@ class RowSource:
 
 Array = np.ndarray | RowSource
 
+
 @dataclass(frozen=True)
 class Table:
     """Named arrays, the parameters that made them, and their kind.

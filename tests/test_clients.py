@@ -30,8 +30,9 @@ def test_h5dump_reads_the_dataset_bytes_and_attributes(tmp_path, table):
     assert 'DATASET "pe_table"' in header and "H5T_IEEE_F32LE" in header and "( 64, 33 )" in header
     for attribute in ("kind", "seq_len", "d_model", "base", "dtype", "layout", "generator"):
         assert f'ATTRIBUTE "{attribute}"' in header
-    text = subprocess.run([h5dump, "-m", "%.9g", "-d", "/pe_table", str(h5)], check=True, capture_output=True,
-                          text=True).stdout
+    text = subprocess.run(
+        [h5dump, "-m", "%.9g", "-d", "/pe_table", str(h5)], check=True, capture_output=True, text=True
+    ).stdout
     start = text.index("DATA {") + len("DATA {")
     body = re.sub(r"\(\d+,\d+\):", " ", text[start : text.index("}", start)])
     numbers = np.array([float(tok) for tok in body.replace(",", " ").split()], np.float32)

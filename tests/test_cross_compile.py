@@ -83,8 +83,9 @@ def table_bytes(elf: Path, symbol: str, toolchain: Toolchain, workdir: Path) -> 
     ``<prefix>readelf -hSsW`` gives the file type, the section headers and the symbol table; ``<prefix>objcopy
     --dump-section`` writes the section's contents to a file in ``workdir``, sliced at the symbol's offset and size.
     """
-    out = subprocess.run([toolchain.tool("readelf"), "-hSsW", str(elf)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [toolchain.tool("readelf"), "-hSsW", str(elf)], capture_output=True, text=True, check=True
+    ).stdout
     relocatable = False
     sections: dict[int, tuple[str, int, int]] = {}  # index -> (name, address, alignment)
     found = []
@@ -111,15 +112,26 @@ def table_bytes(elf: Path, symbol: str, toolchain: Toolchain, workdir: Path) -> 
     contents = dump.read_bytes()
     offset = address - section_address
     assert 0 <= offset and offset + size <= len(contents), (section, offset, size, len(contents))
-    return SymbolBytes(contents[offset : offset + size], section, address, size, binding, section_alignment,
-                       relocatable)
+    return SymbolBytes(
+        contents[offset : offset + size], section, address, size, binding, section_alignment, relocatable
+    )
 
 
 def compile_c(toolchain: Toolchain, std: str, source: Path, workdir: Path) -> Path:
     """Compile ``source`` to an object file; fail on any diagnostic (even one that -Werror would not catch)."""
     obj = workdir / f"{source.stem}-{toolchain.id}-{std}.o"
-    cmd = [toolchain.tool("gcc"), *toolchain.target_flags, f"-std={std}", *WARNINGS, "-I", str(source.parent),
-           "-c", str(source), "-o", str(obj)]
+    cmd = [
+        toolchain.tool("gcc"),
+        *toolchain.target_flags,
+        f"-std={std}",
+        *WARNINGS,
+        "-I",
+        str(source.parent),
+        "-c",
+        str(source),
+        "-o",
+        str(obj),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0 and not build.stderr, f"{' '.join(cmd)}\n{build.stderr}"
     return obj
@@ -223,8 +235,16 @@ def test_source_pair_links_two_units_into_one_table_on_cortex_m4(tables, std):
 
     # A bare-metal link: no startup files or C library, an entry point of our own, the default linker script.
     image = pair / f"image-{dtype}-{std}.elf"
-    cmd = [toolchain.tool("gcc"), *toolchain.target_flags, "-nostdlib", "-Wl,--entry=reset_handler",
-           "-Wl,--fatal-warnings", *map(str, objects), "-o", str(image)]
+    cmd = [
+        toolchain.tool("gcc"),
+        *toolchain.target_flags,
+        "-nostdlib",
+        "-Wl,--entry=reset_handler",
+        "-Wl,--fatal-warnings",
+        *map(str, objects),
+        "-o",
+        str(image),
+    ]
     link = subprocess.run(cmd, capture_output=True, text=True)
     assert link.returncode == 0 and not link.stderr, f"{' '.join(cmd)}\n{link.stderr}"
 
@@ -236,8 +256,12 @@ def test_source_pair_links_two_units_into_one_table_on_cortex_m4(tables, std):
     assert table.alignment >= np.dtype(EXPECTED_DTYPE[dtype]).itemsize, hex(table.address)  # AAPCS natural alignment
     assert table.data == expected
 
-    sizes = subprocess.run([toolchain.tool("size"), "-A", str(image)], capture_output=True, text=True,
-                           check=True).stdout
-    section_size = {fields[0]: int(fields[1]) for fields in map(str.split, sizes.splitlines()) if len(fields) == 3
-                    and fields[1].isdigit()}
+    sizes = subprocess.run(
+        [toolchain.tool("size"), "-A", str(image)], capture_output=True, text=True, check=True
+    ).stdout
+    section_size = {
+        fields[0]: int(fields[1])
+        for fields in map(str.split, sizes.splitlines())
+        if len(fields) == 3 and fields[1].isdigit()
+    }
     assert len(expected) <= section_size[table.section] < 2 * len(expected), sizes

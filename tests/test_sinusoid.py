@@ -140,8 +140,13 @@ def test_element_types(name: str) -> None:
     for element in elements:
         for first in (0, 1000, 99_990, rng.randrange(spec.last_row() - 4)):
             block = sinusoid_rows(
-                first, first + 4, columns, dtype=element.name, quant_scale=element.scale,
-                zero_point=None if element.scale is None else element.zero_point, **spec.kwargs(),
+                first,
+                first + 4,
+                columns,
+                dtype=element.name,
+                quant_scale=element.scale,
+                zero_point=None if element.scale is None else element.zero_point,
+                **spec.kwargs(),
             )
             assert block.dtype == element.storage
             for r in range(4):
@@ -165,7 +170,12 @@ def test_reproduces_sinusoidal_bit_for_bit(d_model: int, base: float) -> None:
         for first, stop in ((0, 300), (99_990, 100_010), (2**32 - 5, 2**32)):
             want = sinusoidal_rows(first, stop, d_model, base=base, dtype=dtype, **quant)
             got = sinusoid_rows(
-                first, stop, columns, denom=Fraction(d_model, 2), base=base, dtype=dtype,
+                first,
+                stop,
+                columns,
+                denom=Fraction(d_model, 2),
+                base=base,
+                dtype=dtype,
                 quant_scale=quant.get("scale"),
             )
             assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (d_model, base, dtype, first)

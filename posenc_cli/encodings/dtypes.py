@@ -205,7 +205,7 @@ def _bfloat16_bits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep = (mag >> np.uint64(45)) & np.uint64(1)
     rounded = (mag + np.uint64((1 << 44) - 1) + keep) >> np.uint64(45)  # float64 exponent (11 bits) + 7 bits
     exponent = (rounded >> np.uint64(7)).astype(np.int64) - 1023 + 127
-    out = ((exponent.clip(0, 255).astype(np.uint16) << np.uint16(7)) | (rounded & np.uint64(0x7F)).astype(np.uint16))
+    out = (exponent.clip(0, 255).astype(np.uint16) << np.uint16(7)) | (rounded & np.uint64(0x7F)).astype(np.uint16)
     out |= sign
     tiny = np.abs(y) < 2.0**-126
     out[tiny & (y == 0)] = sign[tiny & (y == 0)]
@@ -249,4 +249,3 @@ def _round_half_away_exact(q: Fraction) -> int:
 def _saturate_int(n: int, storage: np.dtype) -> int:
     info = np.iinfo(storage)
     return max(info.min, min(info.max, n))
-
