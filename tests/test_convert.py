@@ -124,3 +124,15 @@ def test_rope_part_to_csv(tmp_path):
     assert run("convert", str(rope), "--key", "cos", "-o", str(out)).exit_code == 0
     back = posenc_cli.load(out).array.astype(np.float32)
     assert back.tobytes() == posenc_cli.rope(6, 4).arrays["cos"].tobytes()
+
+
+@pytest.mark.parametrize("literal", ["decimal", "hex", "bits"])
+def test_infinite_values_never_reach_c_text(tmp_path, literal):
+    source = tmp_path / "inf.npy"
+    np.save(source, np.array([[np.inf, 1.0]], np.float32))
+    result = run("convert", str(source), str(tmp_path / "inf.h"), "--float-literal", literal)
+    if literal == "bits":  # bit patterns hold any float exactly
+        assert result.exit_code == 0 and "0x7F800000" in (tmp_path / "inf.h").read_text()
+        return
+    assert result.exit_code == 1 and "NaN or infinite" in result.stderr
+    assert not (tmp_path / "inf.h").exists()

@@ -23,6 +23,7 @@ binary16 value, so the conversion to ``_Float16``/``__fp16`` is exact.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -118,6 +119,8 @@ def c_element(table: Table, options: WriteOptions) -> CElement:
 
 def _hex_float(value: float) -> str:
     """C99 hexadecimal floating literal without trailing zero digits: ``0x1.aed548p-1``, ``0x1p+0``, ``-0x0p+0``."""
+    if not math.isfinite(value):
+        raise FormatError("text formats cannot hold NaN or infinite values")
     text = value.hex()
     mantissa, exponent = text.split("p")
     return mantissa.rstrip("0").rstrip(".") + "p" + exponent
