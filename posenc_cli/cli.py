@@ -209,12 +209,13 @@ def _write(ctx: click.Context, make: Callable[[], Table]) -> None:
             header=p["header"],
             command=command,
             check=p["check"],
-            stdout=click.get_binary_stream("stdout") if to_stdout else None,
+            stdout=sys.stdout.buffer if to_stdout else None,
             **c_options,  # type: ignore[arg-type]  # checked by WriteOptions above
         )
     if not p["quiet"]:
         for note in notes:
-            click.echo(f"Note: {note.message}", err=True)
+            if issubclass(note.category, PosencWarning):  # posenc's notes only, not a library's deprecations
+                click.echo(f"Note: {note.message}", err=True)
     if p["check"]:
         _report_check(written, p["as_json"], p["quiet"])
         return

@@ -96,7 +96,8 @@ def build_command(
             building.write_depfile(depfile, report, manifest)
     if not quiet:
         for note in notes:
-            click.echo(f"Note: {note.message}", err=True)
+            if issubclass(note.category, PosencWarning):  # posenc's notes only, not a library's deprecations
+                click.echo(f"Note: {note.message}", err=True)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     if check:
