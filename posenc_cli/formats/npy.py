@@ -104,10 +104,22 @@ def load_sidecar(table: Table, fp: BinaryIO) -> Table:
     return Table(kind, table.arrays, params)
 
 
+def _check_header_length(fp: BinaryIO, version: tuple[int, int]) -> None:
+    """Refuse a header longer than :data:`MAX_HEADER` from its length field alone (then rewind to it)."""
+    width = 2 if version == (1, 0) else 4
+    field = fp.read(width)
+    fp.seek(-len(field), 1)
+    if len(field) == width:
+        length = int.from_bytes(field, "little")
+        if length > MAX_HEADER:
+            raise ValueError(f"the header claims {length} bytes, more than the {MAX_HEADER} posenc reads")
+
+
 def load(fp: BinaryIO) -> Table:
     """Read an NPY file (any version numpy reads) without ever unpickling; ``FormatError`` when it is not one."""
     try:
         version = np.lib.format.read_magic(fp)
+        _check_header_length(fp, version)  # numpy reads the claimed length before it checks it
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = read_header(fp, max_header_size=MAX_HEADER)
     except (ValueError, OSError, EOFError, SyntaxError) as exc:
