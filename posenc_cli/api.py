@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from .encodings import sincos2d as sincos2d_encoding
 from .encodings.dtypes import ElementType
 from .errors import FormatError, SpecError
 from .formats import FORMATS, Format, WriteOptions, by_name, infer
+from .formats.limits import Budget
 from .formats.options import check_name, name_from_path
 from .table import Array, Param, RowSource, Table
 
@@ -501,28 +503,54 @@ def save(
     return list(out.paths)
 
 
-def load(path: PathLike, *, format: str | None = None) -> Table:
-    """Read a table from any format posenc can read back (``npy``, ``h5``, ``csv``).
+def load(path: PathLike, *, format: str | None = None, max_memory: int | None = None) -> Table:
+    """Read a table from any format posenc can read back (see :data:`~posenc_cli.formats.FORMATS`).
+
+    The file is untrusted: it must be a regular file (a FIFO, a device or a link to one is refused before reading),
+    and the arrays it declares may take at most ``max_memory`` bytes in all (by default half the available memory,
+    :mod:`posenc_cli.formats.limits`), checked before anything is allocated.
 
     Raises
     ------
     FormatError
-        The file is not a valid file of its format, or the format cannot be read back (C sources).
+        The file is not a regular file, not a valid file of its format, declares more than the limits allow, or its
+        format cannot be read back.
     """
     path = Path(os.fspath(path))
     fmt = by_name(format) if format is not None else infer(path)
     if fmt.load is None:
         readable = ", ".join(f.name for f in FORMATS.values() if f.load is not None)
         raise FormatError(f"posenc cannot read {fmt.name} files back; it reads {readable}")
+    budget = Budget(max_memory)
     try:
-        with open(path, "rb") as fp:
-            table = fmt.load(fp)
+        with _open_regular(path) as fp:
+            table = fmt.load(fp, budget)
         sidecar = fmt.companion and fmt.companion.load and path.with_suffix(fmt.companion.suffix)
-        if sidecar and sidecar.is_file():
-            with open(sidecar, "rb") as fp:
-                table = fmt.companion.load(table, fp)  # type: ignore[union-attr,misc]
+        if sidecar and os.path.lexists(sidecar):
+            with _open_regular(sidecar) as fp:
+                table = fmt.companion.load(table, fp, budget)  # type: ignore[union-attr,misc]
         return table
     except OSError as exc:
         raise FormatError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     except FormatError as exc:
         raise FormatError(f"{str(path)!r}: {exc}") from None
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (after following links); ``FormatError`` otherwise.
+
+    Opened with ``O_NONBLOCK`` so that a FIFO cannot block the open, then checked with ``fstat`` on the open file
+    (no race between the check and the read).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO, a device or a socket"
+            raise FormatError(f"not a regular file but {what}; posenc reads tables only from regular files")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from ..errors import SpecError
 from ..table import Table
+from .limits import Budget
 from .options import WriteOptions
 
 __all__ = ["FORMATS", "Format", "WriteOptions", "by_name", "infer"]
@@ -40,7 +41,8 @@ def _lazy(module: str, name: str) -> Any:
     return call
 
 
-Load = Callable[[BinaryIO], Table]
+#: ``load(fp, budget)``: the table in ``fp``, allocating no more than the :class:`~posenc_cli.formats.limits.Budget`.
+Load = Callable[[BinaryIO, Budget], Table]
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Companion:
     suffix: str
     dump: Dump
     when: Callable[[Table], bool] | None = None
-    load: Callable[[Table, BinaryIO], Table] | None = None
+    load: Callable[[Table, BinaryIO, Budget], Table] | None = None
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ import numpy as np
 from ..encodings.dtypes import ElementType
 from ..errors import FormatError
 from ..table import Param, Table
+from .limits import Budget
 
 __all__ = ["TEXT_PARAMS", "load", "load_incbin_header", "load_raw"]
 
@@ -522,7 +523,7 @@ def _to_float32(y: np.ndarray, exact: Callable[[int], Fraction]) -> np.ndarray:
 
 
 # -------------------------------------------------------------------------------------------------- loaders
-def load(fp: BinaryIO) -> Table:
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read a ``.h`` (header-only) or ``.c`` that posenc wrote; ``FormatError`` for any other file.
 
     Examples
@@ -567,12 +568,12 @@ def load(fp: BinaryIO) -> Table:
     )
 
 
-def load_raw(fp: BinaryIO) -> Table:
+def load_raw(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read a ``.bin`` alone: its raw bytes as a table of kind ``array`` holding one ``uint8`` array ``pe``."""
     return Table("array", {"pe": np.frombuffer(fp.read(), np.uint8)})
 
 
-def load_incbin_header(raw: Table, fp: BinaryIO) -> Table:
+def load_incbin_header(raw: Table, fp: BinaryIO, budget: Budget | None = None) -> Table:
     """The table that the ``.h`` of a ``.bin`` (``fp``) describes, its values from the raw bytes ``raw`` holds.
 
     ``raw`` is what :func:`load_raw` read from the ``.bin``. ``FormatError`` when the ``.h`` is not the header

@@ -28,6 +28,7 @@ from ..errors import FormatError, SpecError
 from ..table import Table
 from ._blocks import row_blocks
 from ._spell import decimal, element_name
+from .limits import Budget
 from .options import WriteOptions
 
 #: The largest CSV posenc will parse, in bytes: protects ``load`` from exhausting memory on hostile input (tables
@@ -56,7 +57,7 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         fp.write(spell(block, seps, b""))
 
 
-def load(fp: BinaryIO) -> Table:
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64; ``FormatError`` otherwise."""
     data = fp.read(MAX_LOAD_BYTES + 1)
     if len(data) > MAX_LOAD_BYTES:

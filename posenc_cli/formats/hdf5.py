@@ -31,6 +31,7 @@ from .._version import __version__
 from ..errors import FormatError
 from ..table import Param, Table
 from ._blocks import row_blocks
+from .limits import Budget
 from .options import WriteOptions
 
 #: The most datasets or elements posenc will read from a file it did not necessarily write.
@@ -71,7 +72,7 @@ def _attr_value(value: Param) -> Any:
     return str(value)
 
 
-def load(fp: BinaryIO) -> Table:
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read every dataset at the root of an HDF5 file; ``FormatError`` when it is not a readable table."""
     import h5py
 

@@ -34,6 +34,7 @@ from .._version import __version__
 from ..errors import FormatError
 from ..table import Table
 from ._blocks import row_blocks
+from .limits import Budget
 from .options import WriteOptions
 
 MAGIC = b"\x93NUMPY\x01\x00"
@@ -92,7 +93,7 @@ def dump_sidecar(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     fp.write((json.dumps(meta, sort_keys=True, indent=2, allow_nan=False) + "\n").encode("utf-8"))
 
 
-def load_sidecar(table: Table, fp: BinaryIO) -> Table:
+def load_sidecar(table: Table, fp: BinaryIO, budget: Budget | None = None) -> Table:
     """``table`` with the kind and parameters of its sidecar; ``FormatError`` when the sidecar is not one."""
     try:
         meta = json.loads(fp.read(1 << 20).decode("utf-8"))
@@ -115,7 +116,7 @@ def _check_header_length(fp: BinaryIO, version: tuple[int, int]) -> None:
             raise ValueError(f"the header claims {length} bytes, more than the {MAX_HEADER} posenc reads")
 
 
-def load(fp: BinaryIO) -> Table:
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read an NPY file (any version numpy reads) without ever unpickling; ``FormatError`` when it is not one."""
     try:
         version = np.lib.format.read_magic(fp)

@@ -27,6 +27,7 @@ from ..errors import FormatError
 from ..table import Param, Table
 from . import npy
 from ._blocks import row_blocks
+from .limits import Budget
 from .options import WriteOptions
 
 #: The member that carries the table's kind and parameters.
@@ -62,7 +63,7 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         archive.writestr(_info(META, len(text)), text)
 
 
-def load(fp: BinaryIO) -> Table:
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read every ``.npy`` member (never unpickling) and the parameters; ``FormatError`` when it is not an .npz."""
     try:
         archive = zipfile.ZipFile(fp)

@@ -47,6 +47,7 @@ from .._version import __version__
 from ..errors import FormatError
 from ..table import Array, Param, Table
 from ._blocks import row_blocks
+from .limits import Budget
 from .options import WriteOptions
 
 #: The metadata key that carries the table's kind and parameters.
@@ -238,7 +239,7 @@ def _entries(header: dict[str, Any], data_size: int) -> list[Entry]:
     return tensors
 
 
-def load(fp: BinaryIO) -> Table:
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read every tensor and posenc's parameters; ``FormatError`` when ``fp`` is not a valid ``.safetensors`` file.
 
     Examples
