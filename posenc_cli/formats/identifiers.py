@@ -1,0 +1,125 @@
+"""The one way a name becomes source code: every identifier posenc writes into C, C++, assembler or any other source
+output is made here.
+
+Names posenc writes into source come from two places. The command line (``--name``, ``--namespace``) is trusted, but
+must still be a valid name: :func:`check_name` refuses anything else. Everything else (an array's key, an axis name,
+a tensor, member or dataset name read from a file) may come from an attacker, so it is never pasted: :func:`identifier`
+makes a C identifier of it by a fixed mapping, and :func:`identifiers` refuses two names that map to the same one.
+A writer of a source format calls these and nothing else to spell a symbol; strings that are not symbols (a file name
+in ``#include`` or ``.incbin``, text in a comment) are escaped by the writer itself.
+
+The mapping (``xxd -i``'s, made strict):
+
+1. every character that is not an ASCII letter, digit or ``_`` becomes ``_`` (so no punctuation, space, quote,
+   bracket, newline or non-ASCII character survives);
+2. runs of ``_`` fold to one, and a leading or trailing ``_`` is dropped (a leading underscore or a double one is
+   reserved to the implementation in C and C++);
+3. a whole name that does not start with a letter gets the prefix ``pe_`` (an empty one becomes ``pe``); a part
+   (a suffix joined to a name by ``_``) may start with a digit, and an empty part becomes ``x``;
+4. the result is cut to :data:`MAX_NAME` characters (then any trailing ``_`` dropped), and a C/C++ keyword gets a
+   trailing ``_``.
+
+Examples
+--------
+>>> identifier('x[1]={0};__attribute__((constructor)) static void p(void)')
+'x_1_0_attribute_constructor_static_void_p_void'
+>>> identifier("../etc/passwd"), identifier("2048x512"), identifier("int")
+('etc_passwd', 'pe_2048x512', 'int_')
+>>> identifiers(["cos", "sin"], part=True)
+['cos', 'sin']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import PurePath
+
+from ..errors import FormatError, SpecError
+
+#: C89 to C23 and C++98 to C++23 keywords and alternative tokens: none may name a table.
+KEYWORDS = frozenset(
+    """
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
+    co_await co_return co_yield compl concept const const_cast consteval constexpr constinit continue decltype
+    default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+    reinterpret_cast requires restrict return short signed sizeof static static_assert static_cast struct switch
+    template this thread_local throw true try typedef typeid typename typeof typeof_unqual union unsigned using
+    virtual void volatile wchar_t while xor xor_eq
+    """.split()
+)
+
+#: The longest name posenc accepts or makes: C99 guarantees 63 significant characters for internal identifiers and
+#: posenc appends up to 9 (``_SEQ_LEN``) to it for macros.
+MAX_NAME = 54
+
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
+_ALLOWED = (
+    "a C identifier of at most 54 characters: a letter, then letters, digits or single underscores, not a C/C++ keyword"
+)
+
+
+def check_name(name: str, *, param: str = "name") -> str:
+    """Return ``name`` if it can name a table (or a namespace), else raise ``SpecError`` saying what is allowed.
+
+    For names the user typed: they are refused, never changed.
+
+    Examples
+    --------
+    >>> check_name("pe_table")
+    'pe_table'
+    """
+    if not isinstance(name, str) or not _IDENTIFIER.match(name) or len(name) > MAX_NAME:
+        raise SpecError(f"{param} must be {_ALLOWED}, got {name!r}", param=param)
+    if "__" in name:
+        raise SpecError(
+            f"{param} must be {_ALLOWED} (a double underscore is reserved in C/C++), got {name!r}", param=param
+        )
+    if name in KEYWORDS:
+        raise SpecError(f"{param} must be {_ALLOWED}; {name!r} is a keyword", param=param)
+    return name
+
+
+def identifier(text: str, *, part: bool = False) -> str:
+    """The C identifier posenc makes of ``text`` (a name from a file, or a suffix with ``part=True``): the mapping
+    in the module docstring. The result always matches ``[A-Za-z0-9][A-Za-z0-9_]*`` without ``__``, and a whole name
+    passes :func:`check_name`."""
+    name = re.sub(r"_+", "_", _NOT_IDENTIFIER.sub("_", str(text))).strip("_")
+    if part:
+        name = name or "x"
+    elif not name[:1].isalpha():
+        name = "pe_" + name if name else "pe"
+    name = name[:MAX_NAME].rstrip("_")
+    return name + "_" if name in KEYWORDS else name
+
+
+def identifiers(names: Iterable[str], *, part: bool = False, what: str = "array") -> list[str]:
+    """:func:`identifier` of each name, in order; ``FormatError`` when two different names map to the same one
+    (``a-b`` and ``a_b``), naming both: posenc never lets one silently stand for the other."""
+    seen: dict[str, str] = {}
+    out = []
+    for name in names:
+        made = identifier(name, part=part)
+        if made in seen and seen[made] != name:
+            raise FormatError(
+                f"{what} names {seen[made]!r} and {name!r} both become the C identifier {made!r}; "
+                "rename one of them (posenc maps every character outside A-Z, a-z, 0-9 to '_')"
+            )
+        seen[made] = name
+        out.append(made)
+    return out
+
+
+def name_from_path(path: str | PurePath) -> str:
+    """The default table name: :func:`identifier` of the output file's stem.
+
+    Examples
+    --------
+    >>> name_from_path("out/pos-enc.v2.h")
+    'pos_enc_v2'
+    >>> name_from_path("2048x512.npy")
+    'pe_2048x512'
+    """
+    return identifier(PurePath(path).stem)
