@@ -112,6 +112,34 @@ def identifiers(names: Iterable[str], *, part: bool = False, what: str = "array"
     return out
 
 
+_SAFE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}\Z")
+
+
+def member_names(keys: Iterable[str]) -> list[str]:
+    """The names under which container formats (``.npz`` members, HDF5 datasets) store the arrays ``keys``.
+
+    A key of letters, digits and ``_ . + -`` that does not start with ``.`` (at most 128 characters) is kept as it
+    is; any other (``../x``, ``a/b``, control characters, an empty key) is mapped by :func:`identifier` with
+    ``part=True``, so no name posenc writes is a path, and two keys that map to one are refused.
+
+    Examples
+    --------
+    >>> member_names(["cos", "pe.0", "../evil"])
+    ['cos', 'pe.0', 'evil']
+    """
+    seen: dict[str, str] = {}
+    out = []
+    for key in keys:
+        made = key if _SAFE_KEY.match(key) else identifier(key, part=True)
+        if made in seen and seen[made] != key:
+            raise FormatError(
+                f"array names {seen[made]!r} and {key!r} would both be stored as {made!r}; rename one of them"
+            )
+        seen[made] = key
+        out.append(made)
+    return out
+
+
 def name_from_path(path: str | PurePath) -> str:
     """The default table name: :func:`identifier` of the output file's stem.
 
