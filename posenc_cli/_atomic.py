@@ -1,8 +1,11 @@
 """Atomic output: every file posenc writes appears whole or not at all.
 
 Each output is written to a temporary file in its own directory (same filesystem, so the final rename is atomic),
-flushed to disk, given the permissions an ordinary ``open()`` would have given it (``0o666 & ~umask``; ``mkstemp``
-makes 0600), and only then renamed over the target with ``os.replace``. On any error, an interrupt (SIGINT) or a
+flushed to disk, given the permissions of the file it replaces (a new file: those an ordinary ``open()`` would have
+given it, ``0o666 & ~umask``; ``mkstemp`` makes 0600), and only then renamed over the target with ``os.replace``.
+Only regular files are ever replaced: a device, a FIFO, a socket, a process's stream (``/dev/stdout``) or a read-only
+file is refused before any work (:func:`check_writable`). The files of one output (``.c`` and ``.h``) are renamed
+under an exclusive ``flock`` of their directory, so concurrent writers of one pair cannot interleave their renames. On any error, an interrupt (SIGINT) or a
 termination the CLI turns into an exception (SIGTERM, SIGHUP: :mod:`posenc_cli._signals`), the temporaries are
 removed and the targets keep what they held before. Two processes writing one target each write their own
 temporary file: the target ends up as one of the two complete files, never a mix.
@@ -37,6 +40,7 @@ import fcntl
 import io
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -121,7 +125,20 @@ class _FlushingFile(io.BufferedRandom):
 
 
 def check_writable(path: Path) -> Path:
-    """The real path ``path`` will be written at; ``OutputError`` when it cannot be, before any work is done."""
+    """The real path ``path`` will be written at; ``OutputError`` when it cannot be, before any work is done.
+
+    Refused: a missing directory, a directory, no permission, a read-only file system, an existing target that is
+    not a regular file (a device such as ``/dev/null``, a FIFO, a socket: posenc would replace it with a file), a
+    path that leads to a process's standard streams (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``: replacing
+    the file behind them would wipe, say, a log that stdout is appended to; ``-o -`` writes to stdout), and an
+    existing file without its owner's write permission (``0444``), which ``cp`` does not overwrite either.
+    """
+    stream = _process_stream(path)
+    if stream is not None:
+        raise OutputError(
+            f"cannot write {str(path)!r}: it leads to {stream}, a process's stream, not a file; "
+            "use -o - to write to stdout"
+        )
     target = Path(os.path.realpath(path))
     if target.is_symlink():  # realpath stops at a link it cannot resolve: a loop
         raise OutputError(f"cannot write {str(path)!r}: it is a loop of symbolic links")
@@ -130,11 +147,42 @@ def check_writable(path: Path) -> Path:
         raise OutputError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
     if target.is_dir():
         raise OutputError(f"cannot write {str(path)!r}: it is a directory")
+    try:
+        info: os.stat_result | None = os.stat(target)
+    except OSError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise OutputError(
+            f"cannot write {str(path)!r}: it exists and is not a regular file (a device, a FIFO or a socket), "
+            "which posenc never replaces; use -o - to write to stdout"
+        )
+    if info is not None and not info.st_mode & stat.S_IWUSR:
+        raise OutputError(
+            f"cannot write {str(path)!r}: the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); "
+            "make it writable or remove it first"
+        )
     if not os.access(parent, os.W_OK | os.X_OK):
         if _read_only(parent):
             raise OutputError(f"cannot write {str(path)!r}: the file system of {str(parent)!r} is read-only")
         raise OutputError(f"cannot write {str(path)!r}: no permission to create files in {str(parent)!r}")
     return target
+
+
+_STREAM = re.compile(r"/(?:proc/(?:self|thread-self|[0-9]+)/(?:task/[0-9]+/)?fd/.*|dev/fd/.*|dev/std(?:in|out|err))\Z")
+
+
+def _process_stream(path: Path) -> str | None:
+    """The hop of ``path``'s chain of links that names a process's file descriptor, if any."""
+    hop = os.path.abspath(path)
+    for _ in range(64):
+        if _STREAM.match(hop) or hop.startswith("/proc/"):
+            return hop
+        try:
+            link = os.readlink(hop)
+        except OSError:
+            return None
+        hop = os.path.normpath(os.path.join(os.path.dirname(hop), link))
+    return None
 
 
 @contextlib.contextmanager
@@ -156,7 +204,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
     b'abc'
     """
     targets = [check_writable(p) for p in paths]
-    mode = 0o666 & ~_umask()
+    fresh_mode = 0o666 & ~_umask()
     temps: list[tuple[_FlushingFile, str]] = []
     try:
         for target in targets:
@@ -181,23 +229,35 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
             if cause is None:
                 raise
             raise _output_error(targets[0], cause) from exc
-        changed = []
-        for (fp, tmp), target in zip(temps, targets, strict=True):
+        synced: set[int] = set()
+        for n, ((fp, _), target) in enumerate(zip(temps, targets, strict=True)):
             try:
                 fp.flush()
-                if _same_content(fp, target):
-                    continue
-                fp.sync()
-                os.fchmod(fp.fileno(), mode)
-                fp.close()
+                if not _same_content(fp, target):
+                    fp.sync()  # outside the lock: the slow part
+                    synced.add(n)
             except OSError as exc:
                 raise _output_error(target, exc) from None
-            changed.append((tmp, target))
-        for tmp, target in changed:
-            try:
-                os.replace(tmp, target)
-            except OSError as exc:
-                raise _output_error(target, exc) from None
+        # The files of one output (a .c and its .h) are compared and renamed under one lock per directory, so two
+        # writers of the same pair cannot interleave their renames: the pair is one writer's or the other's.
+        with _directory_locks({target.parent for target in targets} if len(targets) > 1 else set()):
+            changed = []
+            for n, ((fp, tmp), target) in enumerate(zip(temps, targets, strict=True)):
+                try:
+                    if _same_content(fp, target):  # again, under the lock: another writer may have renamed since
+                        continue
+                    if n not in synced:
+                        fp.sync()
+                    _take_over_mode(fp.fileno(), target, fresh_mode)
+                    fp.close()
+                except OSError as exc:
+                    raise _output_error(target, exc) from None
+                changed.append((tmp, target))
+            for tmp, target in changed:
+                try:
+                    os.replace(tmp, target)
+                except OSError as exc:
+                    raise _output_error(target, exc) from None
         _fsync_dirs({target.parent for _, target in changed})
     finally:
         # Never raise from here: that would hide the error being handled and skip the other removals.
@@ -206,6 +266,44 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
                 fp.close()
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _directory_locks(dirs: set[Path]) -> Iterator[None]:
+    """An exclusive ``flock`` on each directory in ``dirs`` (taken in sorted order, so writers cannot deadlock).
+
+    The lock is on the directory itself: nothing is created for it and nothing is left behind. A file system
+    without locks (some network ones) is written without it.
+    """
+    fds: list[int] = []
+    try:
+        for directory in sorted(dirs):
+            try:
+                fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                continue
+            fds.append(fd)
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # closing releases the lock
+
+
+def _take_over_mode(fd: int, target: Path, fresh_mode: int) -> None:
+    """Give the new file the permissions (and, as root, the owner) of the file it replaces; a new file gets
+    ``0o666 & ~umask``, as ``open()`` would have made it. Set-user-ID, set-group-ID and sticky bits are not kept."""
+    try:
+        old = os.stat(target)
+    except OSError:
+        os.fchmod(fd, fresh_mode)
+        return
+    if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, old.st_uid, old.st_gid)
+    os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o777)
 
 
 def remove_stale_temps(target: Path) -> list[Path]:
