@@ -81,6 +81,7 @@ import hashlib
 import json
 import os
 import shlex
+import stat
 import string
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -94,6 +95,7 @@ from .encodings import rope as rope_encoding
 from .encodings.dtypes import DTYPES
 from .errors import PosencError, SpecError
 from .formats import FORMATS
+from .formats.limits import MAX_NESTING
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS, WriteOptions
 from .table import Param, Table
 
@@ -105,7 +107,7 @@ else:  # pragma: no cover
 PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = ["KEYS", "BuildReport", "Entry", "FileReport", "Manifest", "TableReport", "build", "depfile_text"]
-__all__ += ["load_manifest", "write_depfile"]
+__all__ += ["check_depfile", "load_manifest", "write_depfile"]
 
 #: The file ``posenc build`` reads when no manifest is named.
 DEFAULT_MANIFEST = "posenc.toml"
@@ -313,6 +315,8 @@ class Manifest:
 
     path: Path
     entries: tuple[Entry, ...]
+    #: The folder every output (and the depfile) must resolve inside; ``None`` with ``allow_outside=True``.
+    root: Path | None = None
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -390,10 +394,13 @@ class BuildReport:
         }
 
 
-def load_manifest(path: PathLike, *, output_dir: PathLike | None = None) -> Manifest:
+def load_manifest(path: PathLike, *, output_dir: PathLike | None = None, allow_outside: bool = False) -> Manifest:
     """Read and check a manifest in full (see the module's docstring), writing nothing.
 
-    Outputs are relative to ``output_dir`` if given (an out-of-source build tree), else to the manifest's directory.
+    Outputs are relative to ``output_dir`` if given (an out-of-source build tree), else to the manifest's directory,
+    and must resolve (symbolic links followed) inside that folder unless ``allow_outside``: a manifest is not
+    trusted, and ``output = "../../home/me/.profile"``, an absolute path or a link committed beside it would
+    otherwise replace files anywhere.
 
     Raises
     ------
@@ -440,7 +447,37 @@ def load_manifest(path: PathLike, *, output_dir: PathLike | None = None) -> Mani
     base = Path(os.fspath(output_dir)) if output_dir is not None else path.parent
     entries = [_entry(label, i, raw, layers, base) for i, raw in enumerate(tables, 1)]
     _check_collisions(label, path, entries)
-    return Manifest(path, tuple(entries))
+    root = None if allow_outside else Path(os.path.realpath(base))
+    if root is not None:
+        for entry in entries:
+            for file in entry.plan.paths:
+                _check_inside(root, file, f"{entry.where(label)}: output {str(file)!r}")
+    return Manifest(path, tuple(entries), root)
+
+
+def check_depfile(manifest: Manifest, depfile: PathLike) -> None:
+    """``SpecError`` (``param="depfile"``) when ``depfile`` is the manifest or one of its outputs, or resolves
+    outside the manifest's root (see :func:`load_manifest`; a link placed where the depfile goes cannot send it
+    elsewhere)."""
+    real = os.path.realpath(depfile)
+    if real == os.path.realpath(manifest.path):
+        raise SpecError(f"the depfile {str(depfile)!r} is the manifest itself; name another file", param="depfile")
+    for file in manifest.paths:
+        if real == os.path.realpath(file):
+            raise SpecError(f"the depfile {str(depfile)!r} is an output of the manifest; name another file",
+                            param="depfile")  # fmt: skip
+    if manifest.root is not None:
+        _check_inside(manifest.root, Path(os.fspath(depfile)), f"the depfile {str(depfile)!r}", param="depfile")
+
+
+def _check_inside(root: Path, file: Path, what: str, *, param: str = "manifest") -> None:
+    real = os.path.realpath(file)
+    if os.path.commonpath([real, root]) != str(root):
+        raise SpecError(
+            f"{what} resolves to {real!r}, outside {str(root)!r}: a manifest writes only inside its folder "
+            "(or --output-dir); pass --allow-outside if that is meant",
+            param=param,
+        )
 
 
 def build(
@@ -449,6 +486,7 @@ def build(
     check: bool = False,
     only: Sequence[str] | None = None,
     output_dir: PathLike | None = None,
+    allow_outside: bool = False,
 ) -> BuildReport:
     """Write every table of ``manifest`` (a path, or a :class:`Manifest` from :func:`load_manifest`).
 
@@ -465,7 +503,7 @@ def build(
     [('pe.h', 'written'), ('rope.npz', 'unchanged')]
     """
     if not isinstance(manifest, Manifest):
-        manifest = load_manifest(manifest, output_dir=output_dir)
+        manifest = load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside)
     elif output_dir is not None:
         raise SpecError("output_dir goes to load_manifest when build is given a Manifest", param="output_dir")
     entries = manifest.entries
@@ -523,10 +561,24 @@ def _hint(key: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+#: The largest manifest posenc reads: a manifest is a few kilobytes; a larger one is not one.
+MAX_MANIFEST = 1 << 20
+#: The most parts of one dotted key (``a.b.c`` has 3): tomllib takes quadratic time in them.
+MAX_KEY_PARTS = 16
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fp:
-            return tomllib.load(fp)
+            if not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
+                raise _spec(f"the manifest {str(path)!r} is not a regular file: name a TOML file")
+            data = fp.read(MAX_MANIFEST + 1)
+        if len(data) > MAX_MANIFEST:
+            raise _spec(f"{path}: the manifest is larger than the {MAX_MANIFEST >> 10} KiB posenc reads")
+        problem = _toml_bomb(data)
+        if problem:
+            raise _spec(f"{path}: invalid manifest: {problem}")
+        return tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise _spec(
             f"no manifest {str(path)!r}: the file does not exist (name one, or write {DEFAULT_MANIFEST})"
@@ -539,6 +591,57 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise _spec(f"{path}: invalid TOML: the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise _spec(f"{path}: invalid TOML: {exc}") from None
+
+
+def _toml_bomb(data: bytes) -> str | None:
+    """What in ``data`` would make the TOML parser recurse or slow down past reason, before it runs: brackets
+    nested deeper than :data:`~posenc_cli.formats.limits.MAX_NESTING`, or a dotted key of more than
+    :data:`MAX_KEY_PARTS` parts. A linear scan that skips strings and comments; the parser checks the rest."""
+    depth: list[str] = []  # per open bracket: "h" a table header, "a" an array, "t" an inline table
+    quote = 0
+    escaped = comment = False
+    in_key, parts = True, 1
+    for byte in data:
+        if comment:
+            comment = byte != 0x0A
+            if not comment and not depth:
+                in_key, parts = True, 1
+            continue
+        if quote:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C and quote == 0x22:
+                escaped = True
+            elif byte == quote:
+                quote = 0
+            continue
+        if byte in (0x22, 0x27):
+            quote = byte
+        elif byte == 0x23:
+            comment = True
+        elif byte == 0x0A and not depth:
+            in_key, parts = True, 1
+        elif byte in (0x5B, 0x7B):
+            kind = "t" if byte == 0x7B else "h" if in_key and (not depth or depth[-1] == "h") else "a"
+            depth.append(kind)
+            if len(depth) > MAX_NESTING:
+                return f"arrays or tables nest deeper than the {MAX_NESTING} levels posenc reads"
+            in_key = kind != "a"
+            if kind == "t":
+                parts = 1
+        elif byte in (0x5D, 0x7D):
+            if depth:
+                depth.pop()
+            in_key = False
+        elif byte == 0x3D:
+            in_key = False
+        elif byte == 0x2C and depth:
+            in_key, parts = depth[-1] == "t", 1
+        elif byte == 0x2E and in_key:
+            parts += 1
+            if parts > MAX_KEY_PARTS:
+                return f"a dotted key has more than the {MAX_KEY_PARTS} parts posenc reads"
+    return None
 
 
 def _entry(label: str, index: int, raw: dict[str, Any], defaults: Mapping[str, dict[str, Any]], base: Path) -> Entry:

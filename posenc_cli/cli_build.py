@@ -36,6 +36,12 @@ from .errors import PosencWarning, SpecError
     type=click.Path(file_okay=False),
     help="Write the outputs relative to this directory.  [default: the manifest's]",
 )
+@click.option(
+    "--allow-outside",
+    "allow_outside",
+    is_flag=True,
+    help="Let the manifest write outside its folder (or --output-dir), and the depfile go anywhere.",
+)
 @click.option("--only", multiple=True, metavar="OUTPUT", help="Build only this output (as the manifest spells it).")
 @click.option("--json", "as_json", is_flag=True, help="Print a report (outputs, status, shapes, sha256) on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No notes, and --check names nothing.")
@@ -48,6 +54,7 @@ def build_command(
     check: bool,
     depfile: str | None,
     output_dir: str | None,
+    allow_outside: bool,
     only: tuple[str, ...],
     as_json: bool,
     quiet: bool,
@@ -85,10 +92,11 @@ def build_command(
 
     with _mapped_errors(ctx), _manifest_errors(ctx), warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", PosencWarning)
-        plan = building.load_manifest(manifest, output_dir=output_dir)
+        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside)
         if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
             if not depfile.strip():
                 raise SpecError(f"the depfile must be a file name, got {depfile!r}", param="depfile")
+            building.check_depfile(plan, depfile)
             _atomic.check_writable(Path(depfile))
             building.depfile_text(plan, manifest)
         report = building.build(plan, check=check, only=list(only) if only else None)
