@@ -5,10 +5,12 @@ flushed to disk, given the permissions of the file it replaces (a new file: thos
 given it, ``0o666 & ~umask``; ``mkstemp`` makes 0600), and only then renamed over the target with ``os.replace``.
 Only regular files are ever replaced: a device, a FIFO, a socket, a process's stream (``/dev/stdout``) or a read-only
 file is refused before any work (:func:`check_writable`). The files of one output (``.c`` and ``.h``) are renamed
-under an exclusive ``flock`` of their directory, so concurrent writers of one pair cannot interleave their renames. On any error, an interrupt (SIGINT) or a
-termination the CLI turns into an exception (SIGTERM, SIGHUP: :mod:`posenc_cli._signals`), the temporaries are
-removed and the targets keep what they held before. Two processes writing one target each write their own
-temporary file: the target ends up as one of the two complete files, never a mix.
+under an exclusive ``flock`` of their directory, so concurrent writers of one pair cannot interleave their renames.
+
+On any error, an interrupt (SIGINT) or a termination the CLI turns into an exception (SIGTERM, SIGHUP:
+:mod:`posenc_cli._signals`), the temporaries are removed and the targets keep what they held before. Two
+processes writing one target each write their own temporary file: the target ends up as one of the two complete
+files, never a mix.
 
 Large outputs are flushed to disk while they are being written (a background ``fdatasync`` every
 :data:`FLUSH_BYTES`), so the disk works while the next rows are computed instead of all at the end.
