@@ -8,12 +8,36 @@ The Python API (the CLI ``posenc`` is a thin layer over it)::
     table = posenc_cli.load("pe.npy")                # a Table of named arrays and parameters
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .api import alibi, convert, generate, load, plan, rope, save, sincos2d
-from .encodings import sinusoidal
-from .errors import FormatError, OutputError, PosencError, SpecError
-from .formats import FORMATS
-from .table import Table
+
+if TYPE_CHECKING:  # the names below, imported on first use (PEP 562) so that `posenc` starts without them
+    from .api import alibi, convert, generate, load, plan, rope, save, sincos2d
+    from .encodings import sinusoidal
+    from .errors import FormatError, OutputError, PosencError, SpecError
+    from .formats import FORMATS
+    from .table import Table
+
+_WHERE = {
+    **dict.fromkeys(("alibi", "convert", "generate", "load", "plan", "rope", "save", "sincos2d"), ".api"),
+    "sinusoidal": ".encodings",
+    **dict.fromkeys(("FormatError", "OutputError", "PosencError", "SpecError"), ".errors"),
+    "FORMATS": ".formats",
+    "Table": ".table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'posenc_cli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FORMATS",
@@ -33,3 +57,7 @@ __all__ = [
     "sincos2d",
     "sinusoidal",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

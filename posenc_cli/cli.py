@@ -29,9 +29,11 @@ import click
 import numpy as np
 
 from . import api
+from ._cli_types import FLOAT, INT
+from ._printable import printable
 from ._version import __version__
 from .encodings.dtypes import DTYPES
-from .errors import PosencError, PosencWarning, SpecError
+from .errors import OutputError, PosencError, PosencWarning, SpecError
 from .formats import FORMATS, WriteOptions
 from .table import RowSource, Table
 
@@ -49,6 +51,9 @@ class PosencGroup(click.Group):
         extra.pop("standalone_mode", None)
         from ._signals import Terminated, terminating_cleanly  # SIGTERM, SIGHUP unwind like Ctrl-C
 
+        if sys.stdout is None:  # started with stdout closed (>&-): writing to it must fail, not vanish
+            sys.stdout = _ClosedStream()
+
         try:
             with terminating_cleanly():
                 return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
@@ -62,6 +67,10 @@ class PosencGroup(click.Group):
             _fail(str(exc), exc.exit_code)
         except PosencError as exc:  # raised outside a command's error mapping
             _fail(str(exc), 2 if isinstance(exc, SpecError) else 1)
+        except BrokenPipeError:  # the reader went away (| head): what it wanted it has; the rest is not wanted
+            with contextlib.suppress(OSError):
+                sys.stdout = None  # no flush at exit into the broken pipe
+            sys.exit(1)
         except OSError as exc:  # one the library did not map: still one line, naming the file
             _fail(f"{exc.filename!r}: {exc.strerror}" if exc.filename and exc.strerror else str(exc), 1)
         except MemoryError:
@@ -72,8 +81,31 @@ class PosencGroup(click.Group):
             _fail(f"internal error ({type(exc).__name__}: {exc}); rerun with POSENC_DEBUG=1 for details", 1)
 
 
+class _ClosedStream:
+    """What ``sys.stdout`` is when posenc was started with it closed: every write fails as it would on the closed
+    descriptor (``EBADF``), so a command whose output is lost exits 1 with "stdout is closed"."""
+
+    def write(self, data: object) -> int:
+        raise OutputError("stdout is closed: nothing can be written to it (write to a file with -o FILE)")
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def buffer(self) -> _ClosedStream:
+        return self
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OutputError("stdout is closed")
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    # One line, and nothing a file put in the message (a name, a key) can drive the terminal.
+    with contextlib.suppress(OSError, ValueError):  # a closed stderr: the exit code still tells
+        click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(code)
 
 
@@ -94,7 +126,7 @@ def _say(message: str) -> None:
     from rich.console import Console  # only when there is something to say
 
     # soft_wrap: a path is never broken across lines; markup=False: a path with [brackets] is printed as it is.
-    Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(printable(message), markup=False)
 
 
 @click.group(
@@ -119,9 +151,9 @@ def cli(ctx: click.Context) -> None:
 def _element_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """--dtype, --scale, --zero-point: the element type of every command's output."""
     f = click.option(
-        "--zero-point", "zero_point", type=int, help="int8 only: the integer that stands for 0.0.  [default: 0]"
+        "--zero-point", "zero_point", type=INT, help="int8 only: the integer that stands for 0.0.  [default: 0]"
     )(f)
-    f = click.option("--scale", type=float, help="int8 only: the real value of one quantisation step.")(f)
+    f = click.option("--scale", type=FLOAT, help="int8 only: the real value of one quantisation step.")(f)
     return click.option("--dtype", type=click.Choice(DTYPES), default="float32", help="Output element type.")(f)
 
 
@@ -143,7 +175,7 @@ def _output_options(f: Callable[..., Any], required: bool = True) -> Callable[..
             "--lang", type=click.Choice(["c", "c++"]), default="c", help="C headers: C (also valid C++) or C++."
         ),
         click.option("--namespace", help="C++: put the table in this namespace (constexpr, C++11)."),
-        click.option("--align", type=int, help="C: align the table to N bytes (a power of two)."),
+        click.option("--align", type=INT, help="C: align the table to N bytes (a power of two)."),
         click.option("--progmem", is_flag=True, help="C: put the table in AVR flash (PROGMEM)."),
         click.option(
             "--float-literal",
@@ -324,7 +356,7 @@ def _canonical_command(ctx: click.Context, name: str) -> str:
             if param.name not in ("output", "output_arg") and value is not None:
                 words.append(Path(str(value)).name)
             continue
-        if param.name in ("verbose", "quiet", "output", "check", "as_json") or value is None:
+        if param.name in ("verbose", "quiet", "output", "check", "as_json", "max_memory") or value is None:
             continue
         if value is False:  # a --flag/--no-flag pair whose "no" side was asked for (--no-header, --no-truncate)
             if param.secondary_opts and value != param.default:

@@ -13,6 +13,8 @@ from typing import Any
 import click
 
 from . import _atomic, api
+from ._cli_types import FLOAT, INT, SIZE, IntRange
+from ._printable import printable
 from .cli import _fail, _mapped_errors, _output_options, _write, cli
 from .encodings import presets
 from .encodings.dtypes import DTYPES
@@ -20,14 +22,25 @@ from .errors import SpecError
 from .table import Table
 
 
+def _max_memory(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--max-memory: how much a hostile or huge input may make posenc allocate (formats/limits.py)."""
+    return click.option(
+        "--max-memory",
+        "max_memory",
+        type=SIZE,
+        help="The most memory reading FILE may take, e.g. 512M or 8G.  [default: half the available memory]",
+    )(f)
+
+
 @cli.command(context_settings={"show_default": True}, short_help="Write any table posenc reads in another format.")
 @click.argument("input_", metavar="IN", type=click.Path(dir_okay=False))
 @click.argument("output_arg", metavar="OUT", required=False)
 @click.option("--key", help="The array to take from a file that holds several (an .npz or .safetensors tensor).")
 @click.option("--dtype", type=click.Choice(DTYPES), help="Re-encode the values.  [default: as stored]")
-@click.option("--scale", type=float, help="int8 only: the real value of one quantisation step.")
-@click.option("--zero-point", "zero_point", type=int, help="int8 only: the integer that stands for 0.0.  [default: 0]")
+@click.option("--scale", type=FLOAT, help="int8 only: the real value of one quantisation step.")
+@click.option("--zero-point", "zero_point", type=INT, help="int8 only: the integer that stands for 0.0.  [default: 0]")
 @(lambda f: _output_options(f, required=False))
+@_max_memory
 @click.pass_context
 def convert(
     ctx: click.Context,
@@ -54,14 +67,21 @@ def convert(
         if (output_arg is None) == (p["output"] is None):
             raise SpecError("give the output once: convert IN OUT, or convert IN -o OUT", param="output")
         p["output"] = p["output"] if p["output"] is not None else output_arg
-        _write(ctx, lambda: api.convert(api.load(input_), dtype=dtype, scale=scale, zero_point=zero_point, key=key))
+        limit = p["max_memory"]
+        _write(
+            ctx,
+            lambda: api.convert(
+                api.load(input_, max_memory=limit), dtype=dtype, scale=scale, zero_point=zero_point, key=key
+            ),
+        )
 
 
 @cli.command(short_help="Show what a table file holds.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the facts as JSON on stdout.")
+@_max_memory
 @click.pass_context
-def inspect(ctx: click.Context, /, file: str, as_json: bool) -> None:
+def inspect(ctx: click.Context, /, file: str, as_json: bool, max_memory: int | None) -> None:
     """Show what FILE holds: kind, parameters and, per array, shape, element type, min and max (real values),
     size and the sha256 of its stored values. Reads every format posenc writes, its C outputs included, and any
     .npy, .npz, .safetensors, .h5 or CSV.
@@ -74,28 +94,44 @@ def inspect(ctx: click.Context, /, file: str, as_json: bool) -> None:
     from . import inspect as facts
 
     with _mapped_errors(ctx):
-        info = facts.describe(api.load(file))
+        info = facts.describe(api.load(file, max_memory=max_memory))
     if as_json:
         import json
 
-        click.echo(json.dumps(info, indent=2, sort_keys=True, allow_nan=False))
+        click.echo(json.dumps(_json_safe(info), indent=2, sort_keys=True, allow_nan=False))
         return
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
+    # Everything from the file is data: control characters escaped (printable), never read as rich markup (Text).
     console = Console(highlight=False, soft_wrap=False)
     params = ", ".join(f"{k}={v}" for k, v in info["params"].items()) or "none recorded"
-    console.print(f"{file}: {info['kind']} table; parameters: {params}", markup=False, soft_wrap=True)
+    console.print(printable(f"{file}: {info['kind']} table; parameters: {params}"), markup=False, soft_wrap=True)
     out = RichTable(show_header=True)
     for column in ("array", "shape", "dtype", "min", "max", "bytes"):
         out.add_column(column, overflow="fold", justify="right" if column in ("min", "max", "bytes") else "left")
     for key, a in info["arrays"].items():
         low, high = (f"{a[k]:.9g}" if a[k] is not None else "-" for k in ("min", "max"))
         shape = " x ".join(map(str, a["shape"]))
-        out.add_row(key, shape, a["dtype"], low, high, f"{a['nbytes']:,}")
+        out.add_row(Text(printable(key)), shape, a["dtype"], low, high, f"{a['nbytes']:,}")
     console.print(out)
     for key, a in info["arrays"].items():  # a digest is never folded: it is meant to be copied
-        console.print(f"sha256 {a['sha256']}  {key}", markup=False, soft_wrap=True)
+        console.print(f"sha256 {a['sha256']}  {printable(key)}", markup=False, soft_wrap=True)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every infinite or NaN float written as the string ``"inf"``, ``"-inf"`` or ``"nan"``: JSON
+    has no such numbers (Python's ``Infinity`` is not JSON), and a table may hold them."""
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    return value
 
 
 @cli.command(short_help="Check a table file against its parameters, bit for bit.")
@@ -114,8 +150,17 @@ def inspect(ctx: click.Context, /, file: str, as_json: bool) -> None:
     help="The table's kind, for files without one.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+@_max_memory
 @click.pass_context
-def verify(ctx: click.Context, /, file: str, settings: tuple[str, ...], kind: str | None, as_json: bool) -> None:
+def verify(
+    ctx: click.Context,
+    /,
+    file: str,
+    settings: tuple[str, ...],
+    kind: str | None,
+    as_json: bool,
+    max_memory: int | None,
+) -> None:
     """Recompute the table from the parameters FILE records (or those given with -s, for files that record none,
     like CSV) and compare every value bit for bit: exit 0 when all match, 1 with the first mismatches.
 
@@ -128,7 +173,7 @@ def verify(ctx: click.Context, /, file: str, settings: tuple[str, ...], kind: st
     from . import inspect as facts
 
     with _mapped_errors(ctx):
-        table = api.load(file)
+        table = api.load(file, max_memory=max_memory)
         given = facts.parse_settings(settings)
         params = {**table.params, **given}
         part = params.pop("part", None)
@@ -139,7 +184,7 @@ def verify(ctx: click.Context, /, file: str, settings: tuple[str, ...], kind: st
                 "tables other than sinusoidal)",
                 param="settings",
             )
-        reference = facts.regenerate(what, params)
+        reference = facts.regenerate(what, params, max_memory=max_memory)
         if len(table.arrays) == 1 and len(reference.arrays) > 1:  # one array of a RoPE or ALiBi table
             key = str(part) if part is not None else next(iter(table.arrays))
             if key not in reference.arrays:
@@ -164,13 +209,13 @@ def verify(ctx: click.Context, /, file: str, settings: tuple[str, ...], kind: st
                 for m in result.mismatches
             ],
         }
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        click.echo(json.dumps(_json_safe(doc), indent=2, sort_keys=True, allow_nan=False))
     else:
         for m in result.mismatches:
             where = ", ".join(map(str, m.index))
-            click.echo(f"{m.array}[{where}]: file {m.stored_value!r}, parameters give {m.expected_value!r}")
+            click.echo(printable(f"{m.array}[{where}]: file {m.stored_value!r}, parameters give {m.expected_value!r}"))
         for problem in result.problems:
-            click.echo(problem)
+            click.echo(printable(problem))
     if not result.ok:
         what_failed = (
             f"{result.mismatched:,} of {result.compared:,} values differ"
@@ -184,11 +229,12 @@ def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """A table to look at: a FILE posenc can read, or the parameters of a 1-D sinusoidal table."""
     options = [
         click.argument("file", required=False, type=click.Path(dir_okay=False)),
-        click.option("-n", "--seq-len", "seq_len", type=int, help="Without FILE: positions of a generated table."),
-        click.option("-d", "--d-model", "d_model", type=int, help="Without FILE: its model dimension."),
+        click.option("-n", "--seq-len", "seq_len", type=INT, help="Without FILE: positions of a generated table."),
+        click.option("-d", "--d-model", "d_model", type=INT, help="Without FILE: its model dimension."),
         click.option("-p", "--preset", type=click.Choice(list(presets.PRESETS)), help="Without FILE: its preset."),
-        click.option("--base", type=float, help="Without FILE: its base.  [default: 10000]"),
+        click.option("--base", type=FLOAT, help="Without FILE: its base.  [default: 10000]"),
         click.option("--part", help="Which array of a table that holds several (cos, sin, bias, ...)."),
+        click.option("--max-memory", "max_memory", type=SIZE, help="The most memory reading FILE may take, e.g. 512M."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -202,7 +248,7 @@ def _source(p: dict[str, Any]) -> Table:
         if made:
             flags = ", ".join("--" + key.replace("_", "-") for key in made)
             raise SpecError(f"give a FILE or the table's parameters, not both (got FILE and {flags})", param="file")
-        return api.load(p["file"])
+        return api.load(p["file"], max_memory=p["max_memory"])
     if p["seq_len"] is None or p["d_model"] is None:
         raise SpecError("give a FILE to look at, or -n/--seq-len and -d/--d-model for a generated table", param="file")
     return api.generate(p["seq_len"], p["d_model"], base=p["base"], preset=p["preset"], lazy=True)
@@ -227,7 +273,7 @@ class _Dims(click.ParamType):  # type: ignore[type-arg]
 @click.option("-o", "--output", required=True, type=str, help="The PNG file to write.")
 @click.option("--dims", type=_Dims(), help="Also plot these columns against position, in a second panel.")
 @click.option("--title", help="The title.  [default: the table's kind and parameters]")
-@click.option("--dpi", type=click.IntRange(20, 600), default=100, show_default=True, help="Pixels per inch (8x6 in).")
+@click.option("--dpi", type=IntRange(20, 600), default=100, show_default=True, help="Pixels per inch (8x6 in).")
 @click.pass_context
 def plot(
     ctx: click.Context, /, output: str, dims: tuple[int, ...] | None, title: str | None, dpi: int, **_: Any
@@ -260,8 +306,8 @@ def plot(
 
 @cli.command(short_help="Show a small heatmap of a table in the terminal.")
 @_source_options
-@click.option("--width", type=click.IntRange(20, 1000), help="Columns of text.  [default: 80]")
-@click.option("--height", type=click.IntRange(3, 1000), help="Lines of text.  [default: 24]")
+@click.option("--width", type=IntRange(20, 1000), help="Columns of text.  [default: 80]")
+@click.option("--height", type=IntRange(3, 1000), help="Lines of text.  [default: 24]")
 @click.pass_context
 def show(ctx: click.Context, /, width: int | None, height: int | None, **_: Any) -> None:
     """Show a downsampled heatmap of a table in the terminal (two rows per line, one column per character), with

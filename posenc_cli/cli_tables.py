@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from . import api
+from ._cli_types import FLOAT, INT
 from .cli import _element_options, _mapped_errors, _output_options, _write, cli
 from .encodings import check_params, presets
 
@@ -30,22 +31,22 @@ class _PaddingIdx(click.ParamType):  # type: ignore[type-arg]
 
 
 @cli.command(context_settings={"show_default": True}, short_help="Write a 1-D sinusoidal table (any framework's).")
-@click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Number of positions (rows).")
-@click.option("-d", "--d-model", "d_model", required=True, type=int, help="Model dimension (columns).")
-@click.option("--base", type=float, default=10000.0, help="Wavelength base (max_period, max_timescale), > 1.")
+@click.option("-n", "--seq-len", "seq_len", required=True, type=INT, help="Number of positions (rows).")
+@click.option("-d", "--d-model", "d_model", required=True, type=INT, help="Model dimension (columns).")
+@click.option("--base", type=FLOAT, default=10000.0, help="Wavelength base (max_period, max_timescale), > 1.")
 @click.option(
     "-p", "--preset", type=click.Choice(list(presets.PRESETS)), help="A framework's convention (posenc presets)."
 )
 @click.option("--layout", type=click.Choice(presets.LAYOUTS), help="Column order.  [default: the preset's]")
-@click.option("--freq-shift", "freq_shift", type=float, help="Frequencies base^(-k/(d_model//2 - S)).")
+@click.option("--freq-shift", "freq_shift", type=FLOAT, help="Frequencies base^(-k/(d_model//2 - S)).")
 @click.option(
-    "--min-timescale", "min_timescale", type=float, help="tensor2tensor's frequencies m * (base/m)^(-k/(h-1))."
+    "--min-timescale", "min_timescale", type=FLOAT, help="tensor2tensor's frequencies m * (base/m)^(-k/(h-1))."
 )
 @click.option("--odd", type=click.Choice(presets.ODD), help="Odd d_model: natural, zero column or error.")
-@click.option("--start", type=float, help="Position of row 0 (fractional allowed).  [default: 0]")
-@click.option("--step", type=float, help="Position step between rows (fractional allowed).  [default: 1]")
+@click.option("--start", type=FLOAT, help="Position of row 0 (fractional allowed).  [default: 0]")
+@click.option("--step", type=FLOAT, help="Position step between rows (fractional allowed).  [default: 1]")
 @click.option("--padding-idx", "padding_idx", type=_PaddingIdx(), help="Zero this row (fairseq); none: no zero row.")
-@click.option("--amplitude", type=float, help="Multiply every value by this.  [default: 1]")
+@click.option("--amplitude", type=FLOAT, help="Multiply every value by this.  [default: 1]")
 @_element_options
 @_output_options
 @click.pass_context
@@ -130,8 +131,8 @@ def presets_command(as_json: bool) -> None:
 
 
 @cli.command(context_settings={"show_default": True}, short_help="Write ALiBi slopes and bias.")
-@click.option("-H", "--heads", required=True, type=int, help="Number of attention heads.")
-@click.option("-n", "--seq-len", "seq_len", type=int, help="Key positions of the bias matrix (omit for slopes only).")
+@click.option("-H", "--heads", required=True, type=INT, help="Number of attention heads.")
+@click.option("-n", "--seq-len", "seq_len", type=INT, help="Key positions of the bias matrix (omit for slopes only).")
 @_element_options
 @_output_options
 @click.pass_context
@@ -169,6 +170,8 @@ class _Numbers(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, tuple):
             return value
         try:
+            if not str(value).isascii():
+                raise ValueError("not ASCII")
             return tuple(float(v) for v in str(value).split(","))
         except ValueError:
             self.fail(f"expected comma-separated numbers, e.g. 1.0,1.5,2.0, got {value!r}", param, ctx)
@@ -182,9 +185,9 @@ _ROPE_SCALING = (
 
 
 @cli.command(context_settings={"show_default": True}, short_help="Write RoPE cos/sin caches and inv_freq.")
-@click.option("-n", "--seq-len", "seq_len", required=True, type=int, help="Positions (rows) of the caches.")
-@click.option("--head-dim", "head_dim", required=True, type=int, help="Rotary dimension per head (even).")
-@click.option("--theta", type=float, default=10000.0, help="rope_theta, the wavelength base.")
+@click.option("-n", "--seq-len", "seq_len", required=True, type=INT, help="Positions (rows) of the caches.")
+@click.option("--head-dim", "head_dim", required=True, type=INT, help="Rotary dimension per head (even).")
+@click.option("--theta", type=FLOAT, default=10000.0, help="rope_theta, the wavelength base.")
 @click.option(
     "--layout",
     type=click.Choice(("half", "interleaved")),
@@ -197,17 +200,17 @@ _ROPE_SCALING = (
     default="none",
     help="HF rope_type.",
 )
-@click.option("--factor", type=float, help="Scaling factor (linear, dynamic, yarn, llama3, longrope).")
-@click.option("--original-max-positions", "original_max_positions", type=int, help="Pre-training context length.")
-@click.option("--max-positions", "max_positions", type=int, help="max_position_embeddings (dynamic, yarn, longrope).")
-@click.option("--low-freq-factor", "low_freq_factor", type=float, help="llama3.  [default: 1]")
-@click.option("--high-freq-factor", "high_freq_factor", type=float, help="llama3.  [default: 4]")
-@click.option("--beta-fast", "beta_fast", type=float, help="yarn.  [default: 32]")
-@click.option("--beta-slow", "beta_slow", type=float, help="yarn.  [default: 1]")
+@click.option("--factor", type=FLOAT, help="Scaling factor (linear, dynamic, yarn, llama3, longrope).")
+@click.option("--original-max-positions", "original_max_positions", type=INT, help="Pre-training context length.")
+@click.option("--max-positions", "max_positions", type=INT, help="max_position_embeddings (dynamic, yarn, longrope).")
+@click.option("--low-freq-factor", "low_freq_factor", type=FLOAT, help="llama3.  [default: 1]")
+@click.option("--high-freq-factor", "high_freq_factor", type=FLOAT, help="llama3.  [default: 4]")
+@click.option("--beta-fast", "beta_fast", type=FLOAT, help="yarn.  [default: 32]")
+@click.option("--beta-slow", "beta_slow", type=FLOAT, help="yarn.  [default: 1]")
 @click.option("--truncate/--no-truncate", default=None, help="yarn: floor/ceil the correction range.  [default: on]")
-@click.option("--mscale", type=float, help="yarn: DeepSeek's mscale.")
-@click.option("--mscale-all-dim", "mscale_all_dim", type=float, help="yarn: DeepSeek's mscale_all_dim.")
-@click.option("--attention-factor", "attention_factor", type=float, help="yarn/longrope: the scaling, given.")
+@click.option("--mscale", type=FLOAT, help="yarn: DeepSeek's mscale.")
+@click.option("--mscale-all-dim", "mscale_all_dim", type=FLOAT, help="yarn: DeepSeek's mscale_all_dim.")
+@click.option("--attention-factor", "attention_factor", type=FLOAT, help="yarn/longrope: the scaling, given.")
 @click.option("--short-factor", "short_factor", type=_Numbers(), help="longrope: head_dim/2 factors.")
 @click.option("--long-factor", "long_factor", type=_Numbers(), help="longrope: head_dim/2 factors.")
 @click.option(
@@ -279,9 +282,9 @@ class _Grid(click.ParamType):  # type: ignore[type-arg]
 
 @cli.command(context_settings={"show_default": True}, short_help="Write a 2-D sincos (MAE) table.")
 @click.option("-g", "--grid", required=True, type=_Grid(), help="Patches per side: H (square) or HxW.")
-@click.option("-d", "--d-model", "d_model", required=True, type=int, help="Embedding width, a multiple of 4.")
+@click.option("-d", "--d-model", "d_model", required=True, type=INT, help="Embedding width, a multiple of 4.")
 @click.option("--cls-token", "cls_token", is_flag=True, help="Prepend MAE's all-zero class-token row.")
-@click.option("--base", type=float, default=10000.0, help="Wavelength base, a finite number > 1.")
+@click.option("--base", type=FLOAT, default=10000.0, help="Wavelength base, a finite number > 1.")
 @_element_options
 @_output_options
 @click.pass_context

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from . import api
+from . import _resources, api
 from .encodings.dtypes import ElementType, decode
 from .errors import SpecError
 from .formats._blocks import row_blocks
+from .formats.limits import Budget
 from .table import Array, Param, Table
 
 __all__ = ["Mismatch", "VerifyResult", "describe", "parse_settings", "regenerate", "verify"]
@@ -161,6 +162,8 @@ def _typed(text: str) -> Param:
         return text.lower() == "true"
     if re.fullmatch(r"[+-]?[0-9]+", text):
         return int(text)
+    if not text.isascii():  # float() would read other scripts' digits
+        return text
     try:
         return float(text)
     except ValueError:
@@ -168,7 +171,7 @@ def _typed(text: str) -> Param:
 
 
 # ----------------------------------------------------------------------------------------------- regenerate
-def regenerate(kind: str, params: Mapping[str, Param]) -> Table:
+def regenerate(kind: str, params: Mapping[str, Param], *, max_memory: int | None = None) -> Table:
     """The table that ``params`` give, computed again by :mod:`posenc_cli.api`.
 
     Parameters
@@ -200,6 +203,10 @@ def regenerate(kind: str, params: Mapping[str, Param]) -> Table:
         An unknown kind, no parameters at all, a missing or unknown parameter, a value of the wrong type or outside
         its domain (the API's own message), or recorded values that disagree with what the others give (a derived
         ``attention_scaling``, ``freq``...).
+    FormatError
+        A table built whole in memory (ALiBi's bias, the 2-D sincos table) that would take more than
+        ``max_memory`` (:class:`~posenc_cli.formats.limits.Budget`; by default half the available memory): the
+        parameters come from a file, and a few bytes may claim a table of gigabytes.
 
     Examples
     --------
@@ -233,6 +240,7 @@ def regenerate(kind: str, params: Mapping[str, Param]) -> Table:
     if missing:
         example = " ".join(f"-s {key}=..." for key in missing)
         raise SpecError(f"a {kind} table needs {', '.join(missing)}: give them ({example})", param=missing[0])
+    Budget(max_memory).claim(max(0, _work_bytes(kind, values)), f"the {kind} table its parameters describe")
     source = values.get("converted_from")
     if source is None:
         table = _MAKERS[kind](values)
@@ -259,6 +267,17 @@ def regenerate(kind: str, params: Mapping[str, Param]) -> Table:
     return table
 
 
+def _work_bytes(kind: str, values: Mapping[str, Param]) -> int:
+    """The memory :func:`regenerate` takes to build a ``kind`` table whole (its lazy kinds stream: nothing)."""
+    per_value = _resources.WORK_BYTES_PER_VALUE.get(kind, 0)
+    if kind == "alibi" and isinstance(values.get("seq_len"), int):
+        return int(values["heads"]) * int(values["seq_len"]) * per_value
+    if kind == "sincos2d":
+        rows = 1 + int(values["grid_height"]) * int(values["grid_width"])
+        return rows * int(values["d_model"]) * per_value
+    return 0
+
+
 def _convert(key: str, value: object, kind: str) -> Param:
     """``value`` as the type ``kind`` names; ``SpecError`` saying what was expected otherwise."""
     if kind == _BOOL:
@@ -278,7 +297,7 @@ def _convert(key: str, value: object, kind: str) -> Param:
     elif kind == _FLOAT:
         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
             return float(value)
-        if isinstance(value, str):
+        if isinstance(value, str) and value.isascii():
             try:
                 return float(value)
             except ValueError:

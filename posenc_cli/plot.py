@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 import numpy as np
 
+from ._printable import printable
 from .encodings.dtypes import decode
 from .errors import PosencError, SpecError
 from .table import Array, Param, RowSource, Table
@@ -357,12 +358,13 @@ def _colours(values: np.ndarray, limit: float) -> np.ndarray:
 
 
 def _head(table: Table, key: str) -> str:
-    return table.kind if len(table.arrays) == 1 else f"{table.kind} {key}"
+    """The kind (and part), escaped: both may come from a file (:mod:`posenc_cli._printable`)."""
+    return printable(table.kind if len(table.arrays) == 1 else f"{table.kind} {key}")
 
 
 def _title(table: Table, key: str) -> str:
     """``kind[ part]  name=value ...`` from the parameters, without the (long, descriptive) layout."""
-    shown = " ".join(f"{name}={_format(value)}" for name, value in table.params.items() if name != "layout")
+    shown = printable(" ".join(f"{name}={_format(value)}" for name, value in table.params.items() if name != "layout"))
     return f"{_head(table, key)}  {shown}" if shown else _head(table, key)
 
 
