@@ -1,7 +1,8 @@
 """The ``posenc`` console script: Ctrl-C is answered before anything heavy is imported.
 
 Importing the CLI (numpy, click, the formats) takes a few hundred milliseconds; a SIGINT in that time used to print
-a Python traceback. Until the CLI is imported, SIGINT ends the process with the CLI's own one line and exit code 130
+a Python traceback. From the moment this module is imported (the interpreter's own start-up, about 0.1 s, comes
+before and is Python's) until the CLI is imported, SIGINT ends the process with the CLI's own one line and exit code 130
 (nothing has been written yet, so there is nothing to clean up); then Python's usual handler is back, and the CLI
 turns ``KeyboardInterrupt`` into the same line after removing its temporary files. A SIGINT the caller chose to
 ignore (``nohup``, a background job) stays ignored.
@@ -19,13 +20,16 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
     os._exit(130)
 
 
+# Installed as this module is imported (the console script's first import), not when main() starts.
+_EARLY = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _EARLY:
+    signal.signal(signal.SIGINT, _interrupted)
+
+
 def main() -> None:
-    """Install the early SIGINT answer, import the CLI, restore Python's handler, run."""
-    early = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    if early:
-        signal.signal(signal.SIGINT, _interrupted)
+    """Import the CLI under the early SIGINT answer, restore Python's handler, run."""
     from .cli import main as run
 
-    if early:
+    if _EARLY:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     run()
