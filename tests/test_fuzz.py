@@ -80,10 +80,11 @@ NASTY = [
 BAD_OUTPUTS = [
     ".", "sub", "sub/", "missing/x.npy", "missing/deeper/x.h", "x", "x.txt", "x.", ".npy", "x.NPY", "x.npy/",
     "sub/x.h5", "a" * 300 + ".npy", "\udcff.npy", "é.h", " .csv", "-", "x.c.h", "x.h.c", "in.npy",
-    "/nonexistent-posenc/x.npy", "",
+    "/nonexistent-posenc/x.npy", "", "/dev/null", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/2",
 ]  # fmt: skip
 #: Inputs that are not posenc tables.
 BAD_INPUTS = ["sub", "missing.npy", "junk.npy", "empty.npz", "bad.csv", "junk.h5", "notes.txt", "", "-", "\udcff.npy"]
+BAD_INPUTS += ["/dev/null", "/dev/zero", "zero.npy"]  # not regular files: refused before reading
 UNKNOWN_OPTIONS = [("--bogus",), ("--bogus", "1"), ("-Z",), ("--seq_len", "4"), ("--seq-lenn", "4"), ("---",), ("-",)]
 WORDS = ["pe", "cos", "sin", "inv_freq", "bias", "slopes", "table", "x.npy", "out.h", "posenc.toml", "generate"]
 STEMS = ["pe", "table", "rope_cache", "pos-enc.v2", "2048x512", "ü", "int", "my table", "x"]
@@ -593,6 +594,7 @@ def _template(root: Path) -> Path:
     (template / "junk.h5").write_bytes(b"not hdf5")
     (template / "notes.txt").write_text("hello\n")
     (template / "sub").mkdir()
+    (template / "zero.npy").symlink_to("/dev/zero")  # endless: refused before reading (test_hostile_cli: FIFOs)
     return template
 
 
@@ -769,6 +771,13 @@ def test_bare_and_unknown_commands(scratch: Path) -> None:
 #: right for them. Each runs in a fresh directory holding the fuzz inputs, under the same checks as the fuzz.
 KNOWN = [
     (["generate", "-n", "4", "-d", "4", "--padding-idx", "²", "-o", "x.npy"], {2}),
+    (["generate", "-n", "١٢", "-d", "4", "-o", "x.npy"], {2}),  # Unicode digits were read as 12
+    (["generate", "-n", "4", "-d", "4", "-f", "npy", "-o", "/dev/null"], {1}),
+    (["generate", "-n", "4", "-d", "4", "-f", "csv", "-o", "/dev/stdout"], {1}),
+    (["inspect", "in.npy", "--max-memory", "16"], {1}),
+    (["inspect", "zero.npy"], {1}),
+    (["verify", "zero.npy", "-s", "seq_len=4", "-s", "d_model=4"], {1}),
+    (["build", "posenc.toml", "--depfile", "posenc.toml"], {2}),
     (["sincos2d", "-g", "²x2", "-d", "4", "-o", "x.npy"], {2}),
     (["plot", "-n", "4", "-d", "4", "--dims", "²", "-o", "x.png"], {2}),
     (["plot", "-n", "4", "-d", "4", "--title", "\udcff", "-o", "x.png", "--dpi", "20"], {0, 2}),
@@ -799,7 +808,7 @@ KNOWN = [
 def test_known_vectors(argv: list[str], codes: set[int], scratch: Path) -> None:
     directory = Path(tempfile.mkdtemp(dir=scratch))
     shutil.rmtree(directory)
-    shutil.copytree(scratch / "template", directory)
+    shutil.copytree(scratch / "template", directory, symlinks=True)
     vector = Vector(argv[0], [(token,) for token in argv[1:]], "any")
     found, code = _run_in_process(CliRunner(), vector, directory)
     assert not found and code in codes, f"{show_argv(argv)}: exit {code} (expected {sorted(codes)}); {found}"
