@@ -16,10 +16,26 @@ Layout written::
   shortest digits); :func:`load` returns float64 values, which cast back to the written float32 exactly.
 
 Only 2-D float32/float64 arrays of a single-array table can be written.
+
+Reading (the file may be hostile: memory stays bounded by the table it declares, whatever the file holds):
+
+- UTF-8 text with LF or CRLF line ends; a UTF-8 byte order mark at the start is skipped (then the header detection
+  below applies as usual, so the first row of a BOM-prefixed file is not taken for a header);
+- lines starting with ``#`` and blank lines are skipped; the first other line is a header, skipped, when its first
+  cell is not a number; every other line is a row of numbers as Python's ``float`` reads them, in ASCII;
+- refused: rows of different widths, a row of more than :data:`~.limits.MAX_COLUMNS` columns, a line longer than
+  :data:`MAX_LINE` bytes, NaN and infinities, cells that are not numbers, text that is not UTF-8.
+
+Two passes over the file. The first counts rows and columns on the raw bytes of each line, one line in memory at a
+time, counting separators before a line is ever split (a row of ten million columns is refused without ten million
+strings). Then ``rows x columns x 8`` bytes are claimed from the read's :class:`~posenc_cli.formats.limits.Budget`,
+one float64 array is allocated, and the second pass parses each line into its row. Memory: the table, plus one line
+and its cells.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
@@ -28,12 +44,14 @@ from ..errors import FormatError, SpecError
 from ..table import Table
 from ._blocks import row_blocks
 from ._spell import decimal, element_name
-from .limits import Budget
+from .limits import MAX_COLUMNS, Budget
 from .options import WriteOptions
 
-#: The largest CSV posenc will parse, in bytes: protects ``load`` from exhausting memory on hostile input (tables
-#: this large belong in .npy or .h5).
-MAX_LOAD_BYTES = 1 << 31
+#: The longest line posenc reads: :data:`~.limits.MAX_COLUMNS` cells of 64 bytes (a float64's shortest round-trip
+#: decimal takes at most 24).
+MAX_LINE = MAX_COLUMNS * 64
+#: The UTF-8 byte order mark some editors and spreadsheets put first.
+BOM = b"\xef\xbb\xbf"
 
 
 def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
@@ -58,36 +76,96 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
 
 
 def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
-    """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64; ``FormatError`` otherwise."""
-    data = fp.read(MAX_LOAD_BYTES + 1)
-    if len(data) > MAX_LOAD_BYTES:
-        raise FormatError(f"CSV file larger than {MAX_LOAD_BYTES} bytes; use .npy or .h5 for tables this big")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"CSV is not UTF-8 text: {exc}") from None
-    lines = [line for line in text.splitlines() if not line.startswith("#")]
-    if lines and lines[0].strip() and not _is_numeric(lines[0].split(",")[0]):
-        lines = lines[1:]
-    lines = [line for line in lines if line.strip()]
-    if not lines:
-        raise FormatError("CSV holds no rows of values")
-    width = lines[0].count(",") + 1
-    values = np.empty((len(lines), width), np.float64)
-    for i, line in enumerate(lines):
-        cells = line.split(",")
-        if len(cells) != width:
-            raise FormatError(f"CSV row {i + 1} has {len(cells)} values, the first row has {width}")
-        try:
-            values[i] = [float(cell) for cell in cells]
-        except ValueError as exc:
-            raise FormatError(f"CSV row {i + 1}: {exc}") from None
-    if not np.isfinite(values).all():
-        raise FormatError("CSV holds NaN or infinite values")
+    """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64; ``FormatError`` otherwise.
+
+    Examples
+    --------
+    >>> import io
+    >>> load(io.BytesIO(b"\\xef\\xbb\\xbf1.0,2.0\\n3.0,4.0\\n")).array.tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+    """
+    budget = budget or Budget()
+    start = fp.tell()
+    rows, width = _shape(fp)
+    budget.claim(rows * width * 8, f"a {rows} x {width} CSV table")
+    values = np.empty((rows, width), np.float64)
+    fp.seek(start)
+    _parse(fp, values)
     return Table("array", {"pe": values})
 
 
-def _is_numeric(cell: str) -> bool:
+def _lines(fp: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line without its line end)`` for each line of ``fp``, the BOM left out."""
+    number = 0
+    while line := fp.readline(MAX_LINE + 2):
+        number += 1
+        if number == 1 and line.startswith(BOM):
+            line = line[len(BOM) :]
+        line = line[:-1] if line.endswith(b"\n") else line
+        line = line[:-1] if line.endswith(b"\r") else line
+        if len(line) > MAX_LINE:
+            raise FormatError(f"CSV line {number} is longer than the {MAX_LINE} bytes posenc reads")
+        yield number, line
+
+
+def _data_lines(fp: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``fp`` that hold values: comments, blank lines and a header left out."""
+    header_possible = True
+    for number, line in _lines(fp):
+        if line.startswith(b"#") or not line.strip():
+            _check_text(line, number)
+            continue
+        if header_possible:
+            header_possible = False
+            if not _is_numeric(line.split(b",", 1)[0]):
+                _check_text(line, number)
+                continue
+        yield number, line
+
+
+def _check_text(line: bytes, number: int) -> None:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"CSV is not UTF-8 text: line {number}: {exc}") from None
+
+
+def _shape(fp: BinaryIO) -> tuple[int, int]:
+    """Rows and columns of the values, counted on raw bytes (see the module docstring)."""
+    rows = width = 0
+    for number, line in _data_lines(fp):
+        count = line.count(b",") + 1
+        if count > MAX_COLUMNS:
+            raise FormatError(f"CSV line {number} has {count} columns, more than the {MAX_COLUMNS} posenc reads")
+        if rows and count != width:
+            raise FormatError(f"CSV row {rows + 1} has {count} values, the first row has {width} (line {number})")
+        rows, width = rows + 1, count
+    if not rows:
+        raise FormatError("CSV holds no rows of values")
+    return rows, width
+
+
+def _parse(fp: BinaryIO, values: np.ndarray) -> None:
+    """Fill ``values`` with the rows :func:`_shape` counted."""
+    rows, width = values.shape
+    row = 0
+    for number, line in _data_lines(fp):
+        if row == rows or line.count(b",") + 1 != width:
+            raise FormatError("the CSV file changed while posenc read it")
+        cells = line.split(b",")
+        try:
+            values[row] = [float(cell) for cell in cells]
+        except ValueError:
+            bad = next(cell for cell in cells if not _is_numeric(cell))
+            raise FormatError(f"CSV row {row + 1} (line {number}): {bad[:40]!r} is not a number") from None
+        if not np.isfinite(values[row]).all():
+            raise FormatError(f"CSV holds NaN or infinite values (row {row + 1}, line {number})")
+        row += 1
+    if row != rows:
+        raise FormatError("the CSV file changed while posenc read it")
+
+
+def _is_numeric(cell: bytes) -> bool:
     try:
         float(cell)
     except ValueError:

@@ -20,29 +20,62 @@ Sidecar: a table whose element type ``.npy`` cannot name (bfloat16 stored as ``<
 with its scale and zero point) also gets ``<stem>.json`` beside it: canonical JSON (sorted keys, two-space indent, a
 final newline) ``{"dtype": ..., "generator": "posenc X.Y.Z", "kind": ..., "params": {...}, "storage": "<u2"}``.
 :func:`load_sidecar` merges it back (``posenc_cli.load`` does when the file is there).
+
+Reading (the file may be hostile; posenc parses the header itself, never with ``pickle`` or ``eval``):
+
+- versions 1.0, 2.0 and 3.0 (a 2- or 4-byte header length; 3.0's header is UTF-8); any other version is refused;
+- a header of at most :data:`MAX_HEADER` bytes that is exactly a Python dict literal with the keys ``descr``,
+  ``fortran_order`` (``True`` or ``False``) and ``shape`` (a tuple of at most :data:`~.limits.MAX_DIMS` non-negative
+  integers, not booleans, that numpy can hold), ending in a newline: a length field that lies short or long makes it
+  something else, and is refused;
+- ``descr`` one of :data:`READS` (booleans, integers, IEEE floats, either byte order); objects (pickles), strings,
+  structured, complex and datetime types are refused;
+- exactly the declared data after the header: fewer bytes is a truncated file, more is refused (trailing bytes).
+
+The array's size (shape times item size, Python integers) is claimed from the read's
+:class:`~posenc_cli.formats.limits.Budget` before it is allocated (twice for ``fortran_order``, copied to C order);
+the data is then read :data:`CHUNK` bytes at a time into memory allocated once, so a file costs its declared size and
+nothing more. The sidecar is read like posenc metadata everywhere (:func:`parse_meta`): at most
+:data:`~.limits.MAX_METADATA` bytes of UTF-8 JSON nesting at most :data:`~.limits.MAX_NESTING` levels, an object with
+a string ``kind`` and ``params`` of numbers, strings and booleans; its ``storage``, when given, must be the array's.
+The helpers here (:func:`read_header`, :func:`claim`, :func:`read_data`, :func:`read_array`, :func:`nbytes`) serve
+the ``.npz`` and ``.safetensors`` readers too.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
-from typing import BinaryIO
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, Any, BinaryIO
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError
-from ..table import Table
+from ..table import Param, Table
 from ._blocks import row_blocks
-from .limits import Budget
+from .limits import MAX_DIMS, MAX_METADATA, Budget, check_nesting, human
 from .options import WriteOptions
 
 MAGIC = b"\x93NUMPY\x01\x00"
 #: Data offset alignment: numpy's own choice (ARRAY_ALIGN), so memory-mapped loads are aligned for any dtype and
 #: for 64-byte SIMD loads.
 ALIGN = 64
-#: The largest header posenc will read: far above any 2-D header, far below anything that hurts.
+#: The largest header posenc will read: numpy's own default ``max_header_size``, far above any 2-D header.
 MAX_HEADER = 10_000
+#: NPY versions posenc reads, with the width of their header length field.
+VERSIONS = {(1, 0): 2, (2, 0): 4, (3, 0): 4}
+#: The element types posenc reads from a file, in numpy's ``descr`` spelling (any byte order).
+READS = "b1, i1, i2, i4, i8, u1, u2, u4, u8, f2, f4, f8"
+_DESCR = re.compile(r"[<>|=]?(b1|[iu][1248]|f[248])\Z")
+#: Bytes read at a time: a compressed member inflates at most this much before posenc sees where it stands.
+CHUNK = 1 << 20
+#: numpy's own limit: the bytes of an array's non-zero dimensions must fit an ``intp``.
+_MAX_NUMPY = int(np.iinfo(np.intp).max)
 
 
 def header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
@@ -93,47 +126,194 @@ def dump_sidecar(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     fp.write((json.dumps(meta, sort_keys=True, indent=2, allow_nan=False) + "\n").encode("utf-8"))
 
 
+# ------------------------------------------------------------------------------------------------ posenc metadata
+def parse_meta(data: bytes, what: str) -> tuple[str, dict[str, Param], dict[str, Any]]:
+    """The ``kind``, ``params`` and whole object of posenc's JSON metadata ``data`` (an ``.npy`` sidecar, an
+    ``.npz``'s ``posenc.json``, a ``.safetensors`` ``"posenc"`` entry); ``FormatError`` naming ``what`` otherwise.
+
+    Examples
+    --------
+    >>> parse_meta(b'{"kind": "rope", "params": {"seq_len": 4}}', "sidecar")[:2]
+    ('rope', {'seq_len': 4})
+    """
+    if len(data) > MAX_METADATA:
+        raise FormatError(f"the {what} is larger than the {human(MAX_METADATA)} posenc reads")
+    check_nesting(data, what)
+    try:
+        meta = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FormatError(f"the {what} is not valid UTF-8 JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise FormatError(f"the {what} must be a JSON object, found {type(meta).__name__}")
+    kind, params = meta.get("kind"), meta.get("params")
+    if not isinstance(kind, str) or not isinstance(params, dict):
+        raise FormatError(f"the {what} must hold a string 'kind' and an object 'params'")
+    if not all(isinstance(value, (int, float, str, bool)) for value in params.values()):
+        raise FormatError(f"the {what}'s parameters must be numbers, strings or booleans")
+    return kind, params, meta
+
+
 def load_sidecar(table: Table, fp: BinaryIO, budget: Budget | None = None) -> Table:
     """``table`` with the kind and parameters of its sidecar; ``FormatError`` when the sidecar is not one."""
-    try:
-        meta = json.loads(fp.read(1 << 20).decode("utf-8"))
-        kind, params = str(meta["kind"]), dict(meta["params"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise FormatError(f"not a posenc .json sidecar: {exc}") from None
-    if not all(isinstance(v, (int, float, str, bool)) for v in params.values()):
-        raise FormatError("not a posenc .json sidecar: parameters must be numbers or strings")
+    kind, params, meta = parse_meta(fp.read(MAX_METADATA + 1), "posenc .json sidecar")
+    storage = meta.get("storage")
+    found = table.array.dtype.newbyteorder("<").str
+    if storage is not None and storage != found:
+        raise FormatError(f"the posenc .json sidecar describes {storage!r} values, the .npy holds {found!r}")
     return Table(kind, table.arrays, params)
 
 
-def _check_header_length(fp: BinaryIO, version: tuple[int, int]) -> None:
-    """Refuse a header longer than :data:`MAX_HEADER` from its length field alone (then rewind to it)."""
-    width = 2 if version == (1, 0) else 4
-    field = fp.read(width)
-    fp.seek(-len(field), 1)
-    if len(field) == width:
-        length = int.from_bytes(field, "little")
-        if length > MAX_HEADER:
-            raise ValueError(f"the header claims {length} bytes, more than the {MAX_HEADER} posenc reads")
+# ------------------------------------------------------------------------------------------------------ reading
+@dataclass(frozen=True)
+class Header:
+    """What an NPY header declares, checked: ``size`` is the bytes of the whole preamble (magic, length, dict)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fortran_order: bool
+    size: int
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of data that must follow the header."""
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+def nbytes(shape: Sequence[object], itemsize: int, what: str) -> int:
+    """The bytes of an array of ``shape`` (Python integers: no overflow); ``FormatError`` naming ``what`` unless the
+    shape has at most :data:`~.limits.MAX_DIMS` non-negative integer (not boolean) dimensions numpy can hold.
+
+    Examples
+    --------
+    >>> nbytes([16, 8], 4, "array 'pe'")
+    512
+    """
+    if len(shape) > MAX_DIMS:
+        raise FormatError(f"{what} has {len(shape)} dimensions, more than the {MAX_DIMS} posenc reads")
+    dims = [n for n in shape if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
+    if len(dims) != len(shape):
+        raise FormatError(f"{what}: a shape must hold non-negative integers, got {list(shape)!r}")
+    if math.prod(n for n in dims if n) * itemsize > _MAX_NUMPY:
+        raise FormatError(f"{what}: shape {tuple(dims)} is larger than numpy can hold")
+    return math.prod(dims) * itemsize
+
+
+def _read_exact(fp: IO[bytes], size: int, what: str) -> bytes:
+    data = fp.read(size)
+    if len(data) != size:
+        raise FormatError(f"truncated .npy file: it ends inside the {what}")
+    return data
+
+
+def read_header(fp: IO[bytes]) -> Header:
+    """Read and check an NPY preamble from ``fp`` (no seeking: ``fp`` may be a ZIP member); ``FormatError`` unless
+    it is one posenc reads (see the module docstring). ``fp`` is left at the first byte of data."""
+    magic = fp.read(6)
+    if magic != MAGIC[:6]:
+        raise FormatError(f"not a valid .npy file: it starts with {magic[:8]!r}, not the NPY magic {MAGIC[:6]!r}")
+    major, minor = _read_exact(fp, 2, "version")
+    width = VERSIONS.get((major, minor))
+    if width is None:
+        raise FormatError(f"not a valid .npy file: NPY format version {major}.{minor}; posenc reads 1.0, 2.0 and 3.0")
+    length = int.from_bytes(_read_exact(fp, width, "header length"), "little")
+    if length > MAX_HEADER:
+        raise FormatError(
+            f"not a valid .npy file: the header claims {length} bytes, more than the {MAX_HEADER} posenc reads"
+        )
+    fields = _header_fields(_read_exact(fp, length, "header"), "utf-8" if major == 3 else "latin1")
+    shape, fortran = fields["shape"], fields["fortran_order"]
+    dtype = _dtype(fields["descr"])
+    if not isinstance(shape, tuple):
+        raise FormatError(f"not a valid .npy file: its shape must be a tuple, got {shape!r}")
+    if not isinstance(fortran, bool):
+        raise FormatError(f"not a valid .npy file: fortran_order must be True or False, got {fortran!r}")
+    nbytes(shape, dtype.itemsize, "the .npy array")
+    return Header(shape, dtype, fortran, 6 + 2 + width + length)
+
+
+def _header_fields(raw: bytes, encoding: str) -> dict[str, object]:
+    """The header's dict, exactly ``descr``, ``fortran_order`` and ``shape``, parsed as a literal (never evaluated)."""
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        raise FormatError("not a valid .npy file: its version 3.0 header is not UTF-8") from None
+    if not text.endswith("\n"):
+        raise FormatError(
+            f"not a valid .npy file: its header does not end with a newline (does its length field, {len(raw)}, lie?)"
+        )
+    try:
+        fields = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise FormatError("not a valid .npy file: its header is not a Python dict literal") from None
+    if not isinstance(fields, dict) or set(fields) != {"descr", "fortran_order", "shape"}:
+        keys = sorted(map(repr, fields)) if isinstance(fields, dict) else type(fields).__name__
+        raise FormatError(f"not a valid .npy file: its header must hold descr, fortran_order and shape, found {keys}")
+    return fields
+
+
+def _dtype(descr: object) -> np.dtype:
+    if isinstance(descr, str) and _DESCR.match(descr):
+        return np.dtype(descr)
+    if isinstance(descr, str) and descr.lstrip("<>|=") == "O":
+        name = "object"
+    else:
+        name = ("structured " if isinstance(descr, list) else "") + repr(descr)[:80]
+    raise FormatError(f"a .npy table must hold numbers ({READS}), this one holds dtype {name}")
+
+
+def read_array(fp: IO[bytes], shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.ndarray:
+    """An array of ``shape`` and ``dtype`` filled from the next bytes of ``fp`` and returned in native byte order.
+
+    The memory is allocated once and filled :data:`CHUNK` bytes at a time (claim it from the budget first);
+    ``FormatError`` naming ``what`` when ``fp`` ends early.
+    """
+    array = np.empty(shape, dtype)
+    flat = array.reshape(-1).view(np.uint8).data
+    done = 0
+    while done < len(flat):
+        piece = fp.read(min(CHUNK, len(flat) - done))
+        if not piece:
+            raise FormatError(f"truncated: {what} needs {len(flat)} bytes of data, found {done}")
+        flat[done : done + len(piece)] = piece
+        done += len(piece)
+    if not array.dtype.isnative:
+        array = array.byteswap(inplace=True).view(array.dtype.newbyteorder("="))
+    return array
+
+
+def claim(budget: Budget, head: Header, what: str) -> None:
+    """Claim from ``budget`` the memory :func:`read_data` takes for the array ``head`` declares."""
+    if head.fortran_order:
+        budget.claim(2 * head.nbytes, f"{what} (Fortran order, copied to C order)")
+    else:
+        budget.claim(head.nbytes, what)
+
+
+def read_data(fp: IO[bytes], head: Header, what: str) -> np.ndarray:
+    """The array ``head`` declares, read from ``fp`` in C order (:func:`claim` its memory first)."""
+    if head.fortran_order:
+        return np.ascontiguousarray(read_array(fp, head.shape[::-1], head.dtype, what).T)
+    return read_array(fp, head.shape, head.dtype, what)
 
 
 def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
-    """Read an NPY file (any version numpy reads) without ever unpickling; ``FormatError`` when it is not one."""
-    try:
-        version = np.lib.format.read_magic(fp)
-        _check_header_length(fp, version)  # numpy reads the claimed length before it checks it
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read_header(fp, max_header_size=MAX_HEADER)
-    except (ValueError, OSError, EOFError, SyntaxError) as exc:
-        raise FormatError(f"not a valid .npy file: {exc}") from None
-    if dtype.hasobject or dtype.kind not in "fiub":
-        raise FormatError(f"a .npy table must hold numbers, this one holds dtype {dtype}")
-    need = math.prod(shape) * dtype.itemsize
+    """Read an NPY file (see the module docstring for what is read and refused); ``FormatError`` when it is not one.
+
+    Examples
+    --------
+    >>> import io
+    >>> data = header((2,), np.dtype("<f4")) + np.ones(2, "<f4").tobytes()
+    >>> load(io.BytesIO(data)).array.tolist()
+    [1.0, 1.0]
+    """
+    budget = budget or Budget()
+    head = read_header(fp)
     start = fp.tell()
     have = fp.seek(0, 2) - start
-    if have < need:
-        # Checked before reading, so a header that claims terabytes costs nothing.
-        raise FormatError(f"truncated .npy file: the header promises {need} bytes of data, found {have}")
+    if have < head.nbytes:  # checked before reading, so a header that claims terabytes costs nothing
+        raise FormatError(f"truncated .npy file: the header promises {head.nbytes} bytes of data, found {have}")
+    if have > head.nbytes:
+        raise FormatError(f"the .npy file has {have - head.nbytes} bytes after the {head.nbytes} its header declares")
+    claim(budget, head, "array 'pe'")
     fp.seek(start)
-    data = fp.read(need)
-    array = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
-    return Table("array", {"pe": array.astype(dtype.newbyteorder("="), order="C")})
+    return Table("array", {"pe": read_data(fp, head, "array 'pe'")})

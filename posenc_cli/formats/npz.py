@@ -1,24 +1,53 @@
 """NumPy ``.npz``: every array of a table in one ZIP archive, readable by ``numpy.load`` without pickles.
 
-Spec: https://numpy.org/doc/stable/reference/generated/numpy.savez.html (a ZIP of ``.npy`` members).
+Spec: https://numpy.org/doc/stable/reference/generated/numpy.savez.html (a ZIP of ``.npy`` members); ZIP itself:
+https://pkware.cachefly.net/webdocs/casestudies/APPNOTE.TXT.
 
-Layout written: one stored (uncompressed) member ``<key>.npy`` per array, in the table's order, each an NPY 1.0 file
+Layout written: one stored (uncompressed) member ``<name>.npy`` per array, in the table's order, each an NPY 1.0 file
 exactly as :mod:`posenc_cli.formats.npy` writes it, then ``posenc.json``: canonical JSON (sorted keys, two-space
 indent) ``{"generator": ..., "kind": ..., "params": {...}}``. ``numpy.load`` lists it among ``files`` and returns its
 bytes when asked; the arrays load as usual.
+
+Member names: an array's key may come from a hostile file (a tensor named ``../../x``), so ``<name>`` is
+:func:`~posenc_cli.formats.identifiers.member_names` of the keys: a key of letters, digits and ``_ . + -`` is kept,
+any other is mapped to an identifier (``../../x`` is stored as ``x.npy``), so no member posenc writes is a path for
+whoever extracts the archive; two keys that map to one name are refused.
 
 Reproducible: every member has the same fixed timestamp (1980-01-01 00:00, the earliest ZIP can store), fixed
 permissions and no extra fields; ZIP64 records only when an array needs them (4 GiB and more). Arrays are written in
 row blocks, so a table produced block by block streams into the archive.
 
-Round trip: arrays, dtypes, shapes, kind and parameters.
+Round trip: arrays, dtypes, shapes, kind and parameters (array names as :func:`member_names` makes them).
+
+Reading (the archive may be hostile):
+
+- the central directory, from the archive's end records (ZIP64 ones included), may list at most
+  :data:`MAX_MEMBERS` members (:data:`~.limits.MAX_ARRAYS` arrays and ``posenc.json``) in at most
+  :data:`~.limits.MAX_METADATA` bytes: checked before :mod:`zipfile` builds an object per member;
+- every member must be ``<key>.npy`` (the array ``<key>``) or ``posenc.json``; any other member, and a name that
+  appears twice (which ``zipfile`` would resolve silently, last wins), is refused, never ignored;
+- members must be stored or deflated (what ``numpy.savez`` and ``savez_compressed`` write); encrypted members,
+  patched data and every other method (deflate64, bzip2, lzma, ...) are refused;
+- each ``.npy`` member is read like an ``.npy`` file (:mod:`posenc_cli.formats.npy`: versions, dtypes, shapes) and
+  its size in the directory must be exactly its header plus the data the header declares. Every array's size is
+  claimed from the read's :class:`~posenc_cli.formats.limits.Budget` before any data is read, then each member is
+  inflated :data:`~posenc_cli.formats.npy.CHUNK` bytes at a time into memory allocated once: a small member that
+  inflates to gigabytes costs the size its header declares (refused when that is past the budget), and inflating
+  stops where the directory says the member ends (its CRC is checked there);
+- ``posenc.json`` is posenc's metadata (:func:`~posenc_cli.formats.npy.parse_meta`: at most
+  :data:`~.limits.MAX_METADATA` bytes, nesting at most :data:`~.limits.MAX_NESTING` levels, an object with a string
+  ``kind`` and scalar ``params``); without it the table is of kind ``"array"``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import struct
 import zipfile
-from typing import BinaryIO
+import zlib
+from collections.abc import Iterator
+from typing import IO, BinaryIO
 
 import numpy as np
 
@@ -27,15 +56,27 @@ from ..errors import FormatError
 from ..table import Param, Table
 from . import npy
 from ._blocks import row_blocks
-from .limits import Budget
+from .identifiers import member_names
+from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count, human
 from .options import WriteOptions
 
 #: The member that carries the table's kind and parameters.
 META = "posenc.json"
 #: ZIP's earliest date: members carry no build time.
 EPOCH = (1980, 1, 1, 0, 0, 0)
-#: The most members posenc reads from an archive it did not necessarily write.
-MAX_MEMBERS = 64
+#: The most members posenc reads from an archive: the arrays and ``posenc.json``.
+MAX_MEMBERS = MAX_ARRAYS + 1
+#: The compression methods posenc inflates: the two numpy writes.
+METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+#: General purpose flag bits (APPNOTE 4.4.4) of members posenc refuses, with what they mean.
+REFUSED_FLAGS = {0x1: "encrypted", 0x20: "compressed patched data", 0x40: "strongly encrypted"}
+
+# The end records (APPNOTE 4.3.14 to 4.3.16): end of central directory, ZIP64 locator, ZIP64 end of central directory.
+_END = struct.Struct("<4s4H2LH")
+_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+#: What ``zipfile`` and ``zlib`` raise on a damaged archive or member.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError)
 
 
 def _info(name: str, size: int) -> zipfile.ZipInfo:
@@ -49,12 +90,13 @@ def _info(name: str, size: int) -> zipfile.ZipInfo:
 
 def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write every array of ``table`` (and its parameters) to ``fp`` as an ``.npz``."""
+    names = member_names(list(table.arrays))
     with zipfile.ZipFile(fp, "w", allowZip64=True) as archive:
-        for key, array in table.arrays.items():
+        for name, array in zip(names, table.arrays.values(), strict=True):
             dtype = array.dtype.newbyteorder("<")
             head = npy.header(array.shape, dtype)
             size = len(head) + array.size * dtype.itemsize
-            with archive.open(_info(f"{key}.npy", size), "w", force_zip64=size >= 1 << 32) as member:
+            with archive.open(_info(f"{name}.npy", size), "w", force_zip64=size >= 1 << 32) as member:
                 member.write(head)
                 for _, block in row_blocks(array):
                     member.write(np.ascontiguousarray(block, dtype).tobytes())
@@ -63,30 +105,132 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         archive.writestr(_info(META, len(text)), text)
 
 
-def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
-    """Read every ``.npy`` member (never unpickling) and the parameters; ``FormatError`` when it is not an .npz."""
+def _directory(fp: BinaryIO) -> tuple[int, int]:
+    """How many members and bytes the central directory declares, read from the end records where ``zipfile``
+    reads them (the ZIP64 record when there is one), before ``zipfile`` builds an object per member."""
+    size = fp.seek(0, 2)
+    fp.seek(max(0, size - _END.size - 0xFFFF - _LOCATOR.size - _END64.size))
+    tail = fp.read()
+    at = len(tail) - _END.size  # zipfile first looks for a record without a comment, then searches for one
+    if at < 0 or not (tail.startswith(b"PK\x05\x06", at) and tail.endswith(b"\0\0")):
+        at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < _END.size:
+        raise FormatError("not a valid .npz file: it has no ZIP end of central directory record")
+    members, length = _END.unpack_from(tail, at)[4:6]
+    locator = at - _LOCATOR.size
+    record = locator - _END64.size
+    if record >= 0 and tail.startswith(b"PK\x06\x07", locator) and tail.startswith(b"PK\x06\x06", record):
+        members, length = _END64.unpack_from(tail, record)[7:9]
+    fp.seek(0)
+    return int(members), int(length)
+
+
+def _open(fp: BinaryIO) -> zipfile.ZipFile:
+    """The archive, once its central directory is known to be small (see the module docstring)."""
+    members, length = _directory(fp)
+    check_count(members, MAX_MEMBERS, "ZIP members")
+    if length > MAX_METADATA:
+        raise FormatError(
+            f"its ZIP central directory takes {length} bytes, more than the {human(MAX_METADATA)} posenc reads"
+        )
     try:
-        archive = zipfile.ZipFile(fp)
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        return zipfile.ZipFile(fp)
+    except _ZIP_ERRORS as exc:
         raise FormatError(f"not a valid .npz file: {exc}") from None
-    with archive:
-        members = archive.infolist()
-        if len(members) > MAX_MEMBERS:
-            raise FormatError(f"the .npz holds {len(members)} members, more than the {MAX_MEMBERS} posenc reads")
-        arrays: dict[str, np.ndarray] = {}
-        kind, params = "array", {}
+
+
+def _check_members(members: list[zipfile.ZipInfo]) -> None:
+    """Refuse, before reading any data, what posenc does not read: see the module docstring."""
+    check_count(len(members), MAX_MEMBERS, "ZIP members")
+    seen: set[str] = set()
+    for info in members:
+        name = info.filename
+        if name in seen:
+            raise FormatError(f"member {name!r} appears twice in the .npz; posenc does not pick one")
+        seen.add(name)
+        if name != META and not name.endswith(".npy"):
+            raise FormatError(f"member {name!r} of the .npz is neither <name>.npy nor {META}; posenc reads only those")
+        for bit, what in REFUSED_FLAGS.items():
+            if info.flag_bits & bit:
+                raise FormatError(f"member {name!r} of the .npz is {what}; posenc reads plain members only")
+        if info.compress_type not in METHODS:
+            raise FormatError(
+                f"member {name!r} of the .npz uses ZIP compression method {info.compress_type}; posenc reads "
+                "stored and deflated members only (what numpy writes)"
+            )
+
+
+@contextlib.contextmanager
+def _reading(name: str) -> Iterator[None]:
+    """Every error while reading member ``name`` as one ``FormatError`` that names it."""
+    try:
+        yield
+    except FormatError as exc:
+        raise FormatError(f"member {name!r} of the .npz: {exc}") from None
+    except _ZIP_ERRORS as exc:
+        raise FormatError(f"member {name!r} of the .npz is unreadable: {exc}") from None
+
+
+def _header(member: IO[bytes], info: zipfile.ZipInfo) -> npy.Header:
+    """The member's NPY header, checked against the size the directory gives the member."""
+    head = npy.read_header(member)
+    declared = head.size + head.nbytes
+    if info.file_size != declared:
+        raise FormatError(
+            f"it holds {info.file_size} bytes, and its .npy header declares {declared} "
+            f"({head.size} of header, {head.nbytes} of data): posenc reads exactly what the header declares"
+        )
+    return head
+
+
+def _arrays(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], budget: Budget) -> dict[str, np.ndarray]:
+    """Every ``.npy`` member: all headers read and all sizes claimed, then the data read."""
+    with contextlib.ExitStack() as stack:
+        opened = []
         for info in members:
-            try:
-                with archive.open(info) as member:
-                    if info.filename.endswith(".npy"):
-                        loaded = npy.load(member)  # type: ignore[arg-type]  # a ZipExtFile is a binary file
-                        arrays[info.filename[: -len(".npy")]] = np.asarray(loaded.array)
-                    elif info.filename == META:
-                        meta = json.loads(member.read(1 << 20).decode("utf-8"))
-                        kind, params = str(meta["kind"]), dict(meta["params"])
-            except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError, EOFError) as exc:
-                raise FormatError(f"member {info.filename!r} of the .npz is unreadable: {exc}") from None
+            key = info.filename[: -len(".npy")]
+            with _reading(info.filename):
+                member: IO[bytes] = stack.enter_context(archive.open(info))
+                head = _header(member, info)
+                npy.claim(budget, head, f"array {key!r}")
+            opened.append((info.filename, key, member, head))
+        arrays = {}
+        for name, key, member, head in opened:
+            with _reading(name):
+                arrays[key] = npy.read_data(member, head, f"array {key!r}")
+                member.read(1)  # at the member's end: zipfile checks its CRC
+        return arrays
+
+
+def _meta(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str, dict[str, Param]]:
+    with _reading(info.filename):
+        if info.file_size > MAX_METADATA:
+            raise FormatError(f"it takes {info.file_size} bytes, more than the {human(MAX_METADATA)} posenc reads")
+        with archive.open(info) as member:
+            data = member.read(MAX_METADATA + 1)
+        kind, params, _ = npy.parse_meta(data, "posenc metadata")
+    return kind, params
+
+
+def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
+    """Read every ``.npy`` member (never unpickling) and the parameters; ``FormatError`` when it is not an .npz
+    posenc reads (see the module docstring).
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"../x": np.arange(3.0)}), buffer, WriteOptions())
+    >>> list(load(buffer).arrays)
+    ['x']
+    """
+    budget = budget or Budget()
+    with _open(fp) as archive:
+        members = archive.infolist()
+        _check_members(members)
+        arrays = _arrays(archive, [info for info in members if info.filename != META], budget)
+        metas = [info for info in members if info.filename == META]
+        kind, params = _meta(archive, metas[0]) if metas else ("array", {})
     if not arrays:
         raise FormatError("the .npz holds no .npy member")
-    clean: dict[str, Param] = {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}
-    return Table(kind, arrays, clean)
+    return Table(kind, arrays, params)

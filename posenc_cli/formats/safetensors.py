@@ -30,15 +30,38 @@ Reading: any valid file, whoever wrote it (``safetensors.torch.save_file`` of a 
 their ``uint16`` bit patterns when the table is a bfloat16 one: its ``"posenc"`` metadata says ``dtype`` bfloat16,
 or, without it, every tensor is ``BF16`` (the parameters are then ``{"dtype": "bfloat16"}``, as an ``.npy``'s
 sidecar would say). In a file that mixes ``BF16`` with other types, ``BF16`` tensors are widened to ``float32``, which
-holds every bfloat16 value exactly: a table has one ``dtype`` parameter. The reader checks everything the spec
-promises before it reads any data (header length and JSON, known dtypes, offsets that match the shapes and tile the
-data exactly, file size), so a hostile file costs at most its own size in memory and fails with ``FormatError``.
+holds every bfloat16 value exactly: a table has one ``dtype`` parameter.
+
+Hostile files: the reader checks everything the spec promises, and posenc's limits, before it reads any data, and
+refuses with ``FormatError``:
+
+- a header longer than the format's :data:`MAX_HEADER` or posenc's :data:`~.limits.MAX_METADATA` bytes, longer than
+  the file, not starting with ``{``, not UTF-8 JSON, nesting deeper than :data:`~.limits.MAX_NESTING` levels
+  (checked before parsing), holding a key twice (the spec forbids it; ``json`` would keep the last), or more than
+  :data:`~.limits.MAX_ARRAYS` tensors (the parse stops at the first object past the limit: a header of a million
+  empty tensors costs no million objects);
+- ``__metadata__`` that does not map names to strings, and ``"posenc"`` metadata that is not posenc's (see
+  :func:`~posenc_cli.formats.npy.parse_meta`);
+- a tensor whose dtype is not one of :data:`DTYPES`, whose shape is not a list of at most :data:`~.limits.MAX_DIMS`
+  non-negative integers (no floats such as ``1e30``, no booleans) that numpy can hold, whose ``data_offsets`` are not
+  two non-negative integers spanning exactly its bytes, or tensors that overlap, leave gaps, or do not end exactly
+  at the end of the file.
+
+The tensors' sizes (shape times item size, Python integers; three times that for a widened ``BF16`` tensor) are
+claimed from the read's :class:`~posenc_cli.formats.limits.Budget` before any data is read; each tensor is then read
+in pieces into memory allocated once (:func:`~posenc_cli.formats.npy.read_array`).
+
+Writing, names: tensor keys are written as they are (the ASCII-only JSON escapes every control and non-ASCII
+character). A key is a JSON string naming a tensor, never a path: unlike an ``.npz`` member nobody extracts it to a
+file, and readers look tensors up by their exact names (``model.embed_positions.weight``), so mapping them would
+break what the file is for. Only ``__metadata__`` is refused, the format reserves it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -46,8 +69,9 @@ import numpy as np
 from .._version import __version__
 from ..errors import FormatError
 from ..table import Array, Param, Table
+from . import npy
 from ._blocks import row_blocks
-from .limits import Budget
+from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count, check_nesting, human
 from .options import WriteOptions
 
 #: The metadata key that carries the table's kind and parameters.
@@ -139,14 +163,27 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
             fp.write(np.ascontiguousarray(block, dtype).tobytes())
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict; the spec disallows duplicate keys, which ``json`` would silently merge."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} appears twice")
-        out[key] = value
-    return out
+PairsHook = Callable[[list[tuple[str, Any]]], dict[str, Any]]
+
+
+def _strict_objects(limit: int) -> PairsHook:
+    """A ``json`` ``object_pairs_hook`` that refuses duplicate keys (the spec forbids them, ``json`` would keep the
+    last) and stops the parse as soon as more than ``limit`` objects are built."""
+    built = 0
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal built
+        built += 1
+        if built > limit:
+            raise FormatError(f"the .safetensors header holds more than the {MAX_ARRAYS} tensors posenc reads")
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"key {key!r} appears twice")
+            out[key] = value
+        return out
+
+    return hook
 
 
 def _is_count(value: object) -> bool:
@@ -163,13 +200,20 @@ def _read_header(fp: BinaryIO, size: int) -> tuple[int, dict[str, Any]]:
         raise FormatError(
             f"not a .safetensors file: its header length is {length} bytes, more than the format's {MAX_HEADER}"
         )
+    if length > MAX_METADATA:
+        raise FormatError(
+            f"the .safetensors header takes {length} bytes, more than the {human(MAX_METADATA)} posenc reads"
+        )
     if length > size - 8:
         raise FormatError(f"truncated .safetensors file: the header length is {length} bytes, found {size - 8}")
     text = fp.read(length)
     if not text.startswith(b"{"):
         raise FormatError("not a .safetensors file: its header does not start with '{'")
-    try:
-        parsed = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    check_nesting(text, ".safetensors header")
+    try:  # objects: the tensors, __metadata__ and the header itself
+        parsed = json.loads(text.decode("utf-8"), object_pairs_hook=_strict_objects(MAX_ARRAYS + 2))
+    except FormatError:
+        raise
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise FormatError(f"not a .safetensors file: its header is not valid JSON ({exc})") from None
     if not isinstance(parsed, dict):
@@ -186,12 +230,9 @@ def _posenc_meta(metadata: object) -> tuple[str, dict[str, Param]] | None:
     if META not in metadata:
         return None
     try:
-        meta = json.loads(metadata[META])
-        kind, params = str(meta["kind"]), dict(meta["params"])
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        kind, params, _ = npy.parse_meta(metadata[META].encode("utf-8", "surrogatepass"), "posenc metadata")
+    except FormatError as exc:
         raise FormatError(f"the .safetensors metadata {META!r} is not posenc's: {exc}") from None
-    if not all(isinstance(v, (int, float, str, bool)) for v in params.values()):
-        raise FormatError(f"the .safetensors metadata {META!r} is not posenc's: parameters must be numbers or strings")
     return kind, params
 
 
@@ -201,6 +242,7 @@ Entry = tuple[int, int, str, tuple[int, ...], str]
 
 def _entries(header: dict[str, Any], data_size: int) -> list[Entry]:
     """The header's tensors in data order, after checking each against the spec and the ``data_size`` bytes."""
+    check_count(len(header), MAX_ARRAYS, "tensors")
     tensors: list[Entry] = []
     for key, info in header.items():
         if not isinstance(info, dict):
@@ -218,6 +260,7 @@ def _entries(header: dict[str, Any], data_size: int) -> list[Entry]:
                 f"tensor {key!r}: {name} of shape {shape} needs {need} bytes, its data_offsets {offsets} "
                 f"hold {offsets[1] - offsets[0]}"
             )
+        npy.nbytes(shape, DTYPES[name].itemsize, f"tensor {key!r}")  # dimensions posenc and numpy can hold
         tensors.append((offsets[0], offsets[1], key, tuple(shape), name))
     if not tensors:
         raise FormatError("the .safetensors file holds no tensor")
@@ -251,6 +294,7 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     >>> load(buffer).arrays["x"].tolist()
     [0.0, 1.0, 2.0]
     """
+    budget = budget or Budget()
     start = fp.tell()
     size = fp.seek(0, 2) - start
     fp.seek(start)
@@ -260,14 +304,19 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     bfloat16 = found is not None and found[1].get("dtype") == "bfloat16"
     if found is None and all(name == "BF16" for *_, name in tensors):
         found, bfloat16 = ("array", {"dtype": "bfloat16"}), True
+    widened = {key for _, _, key, _, name in tensors if name == "BF16" and not bfloat16}
+    for begin, end, key, _, _ in tensors:
+        budget.claim((end - begin) * (3 if key in widened else 1), f"tensor {key!r}")
     arrays: dict[str, np.ndarray] = {}
-    for begin, end, key, shape, name in tensors:
-        data = fp.read(end - begin)
-        if len(data) != end - begin:
-            raise FormatError(f"truncated .safetensors file: tensor {key!r} ends at byte {begin + len(data)}")
-        array = np.frombuffer(data, DTYPES[name]).reshape(shape)
-        if name == "BF16" and not bfloat16:
-            array = (array.astype("<u4") << 16).view("<f4")  # bfloat16 is the top half of a binary32: exact
-        arrays[key] = array.astype(array.dtype.newbyteorder("="), copy=False)
+    for _, _, key, shape, name in tensors:
+        array = npy.read_array(fp, shape, DTYPES[name], f"tensor {key!r}")
+        arrays[key] = _widened(array) if key in widened else array
     kind, params = found if found is not None else ("array", {})
     return Table(kind, arrays, params)
+
+
+def _widened(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns as float32: bfloat16 is the top half of a binary32, so the values are exact."""
+    wide = bits.astype(np.uint32)
+    wide <<= 16
+    return wide.view(np.float32)
