@@ -21,7 +21,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Union
@@ -522,14 +522,23 @@ def load(path: PathLike, *, format: str | None = None, max_memory: int | None = 
         readable = ", ".join(f.name for f in FORMATS.values() if f.load is not None)
         raise FormatError(f"posenc cannot read {fmt.name} files back; it reads {readable}")
     budget = Budget(max_memory)
-    try:
+    with _naming(path):
         with _open_regular(path) as fp:
             table = fmt.load(fp, budget)
-        sidecar = fmt.companion and fmt.companion.load and path.with_suffix(fmt.companion.suffix)
-        if sidecar and os.path.lexists(sidecar):
-            with _open_regular(sidecar) as fp:
-                table = fmt.companion.load(table, fp, budget)  # type: ignore[union-attr,misc]
-        return table
+    companion = fmt.companion
+    if companion is not None and companion.load is not None:
+        sidecar = path.with_suffix(companion.suffix)
+        if os.path.lexists(sidecar):
+            with _naming(sidecar), _open_regular(sidecar) as fp:
+                table = companion.load(table, fp, budget)
+    return table
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Errors reading ``path`` as one ``FormatError`` that starts with its name."""
+    try:
+        yield
     except OSError as exc:
         raise FormatError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     except FormatError as exc:
