@@ -15,7 +15,7 @@
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
  * Needs: C89.
- * The declarations are in pe_table.h.
+ * The declarations are in pe_table.h; the build stops if it holds another table (PE_TABLE_TABLE_ID).
  */
 
 #include "pe_table.h"
@@ -38,3 +38,7 @@ const float pe_table[PE_TABLE_SEQ_LEN][PE_TABLE_D_MODEL] POSENC_TABLE_ATTRIBUTE 
     {0.9906074f, 0.13673721f, 0.98544973f, 0.16996714f, 0.13954312f, 0.990216f, 0.013999542f, 0.999902f},
     {0.65028787f, -0.7596879f, 0.997495f, 0.0707372f, 0.14943813f, 0.9887711f, 0.014999437f, 0.9998875f},
 };
+
+#if !defined(PE_TABLE_TABLE_ID) || PE_TABLE_TABLE_ID != 0x9563EE5C56538867
+#error "pe_table.h holds another table than pe_table.c (a torn pair): write both files again"
+#endif

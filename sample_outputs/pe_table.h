@@ -15,6 +15,8 @@
  *
  * Each literal reads back to the identical value (shortest round-trip decimal).
  * Needs: C89.
+ * The definitions are in the .c file that includes this header; it stops the build if this header
+ * holds another table (PE_TABLE_TABLE_ID).
  */
 
 #ifndef POSENC_PE_TABLE_H
@@ -22,6 +24,7 @@
 
 #define PE_TABLE_SEQ_LEN 16
 #define PE_TABLE_D_MODEL 8
+#define PE_TABLE_TABLE_ID 0x9563EE5C56538867
 
 /* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. __attribute__((section(".tables"))). */
 #ifndef POSENC_TABLE_ATTRIBUTE

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import posenc_cli
 from posenc_cli.errors import FormatError
-from posenc_cli.formats import FORMATS, c_read
-from posenc_cli.table import Table
+from posenc_cli.formats import FORMATS, _c_comment, _c_values, c_read
+from posenc_cli.table import RowSource, Table
 
 from .conftest import require_tool
 
@@ -129,7 +131,7 @@ def test_parts_and_names(tmp_path):
 
 
 def test_large_tables_are_read_in_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(c_read, "CHUNK", 4096)  # many blocks, and rows longer than one block
+    monkeypatch.setattr(_c_values, "CHUNK", 4096)  # many blocks, and rows longer than one block
     for table in (posenc_cli.generate(700, 24), posenc_cli.generate(3, 3000, dtype="float64")):
         for suffix in (".h", ".c"):
             posenc_cli.save(table, tmp_path / f"big{suffix}")
@@ -137,11 +139,13 @@ def test_large_tables_are_read_in_blocks(tmp_path, monkeypatch):
 
 
 def test_parameter_types_come_back():
-    assert c_read._param("seq_len", "12") == 12
-    assert c_read._param("base", "10000.0") == 10000.0 and isinstance(c_read._param("base", "1e+16"), float)
-    assert c_read._param("cls_token", "False") is False
-    assert c_read._param("short_factor", "1.0") == "1.0"  # text by definition
-    assert c_read._param("layout", "[sin x | cos x | sin y | cos y], rows y * width + x").startswith("[sin")
+    assert _c_comment.param("seq_len", "12") == 12
+    assert _c_comment.param("base", "10000.0") == 10000.0 and isinstance(_c_comment.param("base", "1e+16"), float)
+    assert _c_comment.param("cls_token", "False") is False
+    assert _c_comment.param("padding_idx", "007") == "007"  # str(7) is not the text: it stays text
+    assert _c_comment.param("base", "1.50") == "1.50"
+    assert _c_comment.param("short_factor", "1.0") == "1.0"  # text by definition
+    assert _c_comment.param("layout", "[sin x | cos x | sin y | cos y], rows y * width + x").startswith("[sin")
 
 
 # ------------------------------------------------------------------------------------ exact literal reading
@@ -194,16 +198,22 @@ def nearest_float32_bits(value: Fraction) -> int:
     return sign | ((exponent + 127) << 23) | (mantissa - 2**23)
 
 
+def read_literals(literals: list[str], ctype: str = "float", name: str = "float32") -> np.ndarray:
+    """The values c_read gives hand-written literals (the value layer: whole files with them are refused)."""
+    return _c_values.convert(", ".join(literals).encode(), ctype, name)
+
+
 def test_halfway_literals_are_rounded_from_their_digits():
     literals, expected = halfway_literals()
     assert len(literals) == len(expected)
-    back = c_read.load(io.BytesIO(header_with(literals)))
-    assert back.array.view(np.uint32).ravel().tolist() == expected
+    assert read_literals(literals).view(np.uint32).ravel().tolist() == expected
     # The naive path (float64, then float32) gets some of these wrong: the test would catch a regression to it.
     naive = np.array(
         [float(Fraction(x.rstrip("f"))) if "x" not in x else float.fromhex(x.rstrip("f")) for x in literals]
     )
     assert naive.astype(np.float32).view(np.uint32).tolist() != expected
+    # A file holding them is not one posenc wrote (posenc writes the shortest literals): refused, naming the line.
+    refuse(header_with(literals), "a C file posenc did not write: line")
 
 
 def test_halfway_literals_match_a_c_compiler(tmp_path):
@@ -219,21 +229,14 @@ def test_halfway_literals_match_a_c_compiler(tmp_path):
     exe = tmp_path / "dump"
     subprocess.run([gcc, "-std=c99", "-o", str(exe), str(program)], check=True, cwd=tmp_path)
     printed = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    assert bytes.fromhex(printed) == c_read.load(io.BytesIO(header_with(literals))).array.tobytes()
+    assert bytes.fromhex(printed) == read_literals(literals).tobytes()
 
 
 def test_half_literals_are_floats_converted_to_binary16():
     # 1 + 2**-11 is half-way between the binary16s 1 and 1 + 2**-10. The literal 1.0004882819205523f is 2**-30
     # above it; as a float it rounds to 1 + 2**-11 exactly, which converts to binary16 1.0 (ties to even). That is
     # C's answer (the literal is a float); rounding the decimal straight to binary16 would give 1 + 2**-10.
-    from posenc_cli.formats.c import dump_header_only
-    from posenc_cli.formats.options import WriteOptions
-
-    buf = io.BytesIO()
-    dump_header_only(posenc_cli.generate(1, 2, dtype="float16"), buf, WriteOptions(name="pe", half_type="_Float16"))
-    literals = b"1.00048828125f, 1.0004882819205523f"
-    edited = re.sub(rb"\{\n    \{.*\},\n\};", b"{\n    {" + literals + b"},\n};", buf.getvalue(), flags=re.S)
-    back = c_read.load(io.BytesIO(edited)).array
+    back = read_literals(["1.00048828125f", "1.0004882819205523f"], "_Float16", "float16")
     assert back.dtype == np.float16
     assert back.view(np.uint16).ravel().tolist() == [0x3C00, 0x3C00]
     assert np.float16(1.0004882819205523).view(np.uint16) == 0x3C01
@@ -259,13 +262,13 @@ def refuse(data: bytes, match: str | None = None) -> FormatError:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (b"", "not a C file written by posenc"),
-        (b"#include <stdio.h>\nstatic const float pe[2] = {1.0f, 2.0f};\n", "not a C file written by posenc"),
-        (b"/*\n * Copyright 2024 ACME.\n */\nstatic const float pe[1] = {1.0f};\n", "not a C file written by posenc"),
-        (bytes(range(256)) * 4, "not a C file written by posenc"),
-        (b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'", "not a C file written by posenc"),
+        (b"", "a C file posenc did not write"),
+        (b"#include <stdio.h>\nstatic const float pe[2] = {1.0f, 2.0f};\n", "a C file posenc did not write"),
+        (b"/*\n * Copyright 2024 ACME.\n */\nstatic const float pe[1] = {1.0f};\n", "a C file posenc did not write"),
+        (bytes(range(256)) * 4, "a C file posenc did not write"),
+        (b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'", "a C file posenc did not write"),
         (b"/*\n * pe.h: positional-encoding table generated by posenc 1. Do not edit.\n", "never ends"),
-        (b"/*" + b"x" * 100_000, "not a C file written by posenc|longer than"),
+        (b"/*" + b"x" * 100_000, "a C file posenc did not write|longer than"),
     ],
 )
 def test_files_posenc_did_not_write_are_refused(data, match):
@@ -340,18 +343,20 @@ def test_bin_alone_is_raw_bytes_and_is_checked_against_its_header(tmp_path):
     (tmp_path / "al.h").write_bytes(header)
     assert_same_table(posenc_cli.load(tmp_path / "al.bin"), table)
     (tmp_path / "al.bin").write_bytes(raw[:-8])
-    with pytest.raises(FormatError, match="the .bin holds 40 bytes and its .h describes 48"):
+    with pytest.raises(
+        FormatError, match=r"a torn pair: al\.bin and al\.h .* \(al\.bin holds 40 bytes, al\.h describes 48\)"
+    ):
         posenc_cli.load(tmp_path / "al.bin")
     (tmp_path / "al.bin").write_bytes(raw[:20])
-    with pytest.raises(FormatError, match="truncated .bin"):
+    with pytest.raises(FormatError, match="al.bin holds 20 bytes, al.h describes 48"):
         posenc_cli.load(tmp_path / "al.bin")
     (tmp_path / "al.bin").write_bytes(raw)
     posenc_cli.save(table, tmp_path / "other.c")
     (tmp_path / "al.h").write_bytes((tmp_path / "other.h").read_bytes())
-    with pytest.raises(FormatError, match="pulls in 0 with .incbin"):
+    with pytest.raises(FormatError, match="not the .h of a .bin"):
         posenc_cli.load(tmp_path / "al.bin")
     (tmp_path / "al.h").write_bytes(header.replace(b'\\"al.bin\\", 16, 24', b'\\"al.bin\\", 12, 24'))
-    with pytest.raises(FormatError, match="al_bias is at 12, 24 bytes; its shape puts it at 16, 24 bytes"):
+    with pytest.raises(FormatError, match="al_bias is at 12, 24 bytes; its shape puts it at 16, 24"):
         posenc_cli.load(tmp_path / "al.bin")
 
 
@@ -364,5 +369,127 @@ def test_registry_reads_every_c_format():
 def test_api_load_names_the_file(tmp_path):
     path = Path(tmp_path / "x.h")
     path.write_text("#pragma once\n")
-    with pytest.raises(FormatError, match=r"'.*x\.h': not a C file written by posenc"):
+    with pytest.raises(FormatError, match=r"'.*x\.h': a C file posenc did not write"):
         posenc_cli.load(path)
+
+
+# ----------------------------------------------------------------------------- strictness: only posenc's bytes
+def c_files(tmp_path: Path, key: str, suffix: str, options: dict[str, object]) -> list[Path]:
+    paths = posenc_cli.save(TABLES[key](), tmp_path / f"t{suffix}", **options)
+    return [p for p in paths if p.suffix in (".h", ".c")]
+
+
+EDITS = {
+    "extra line": lambda data: data.replace(b" */\n\n", b" */\n\n#define EXTRA 1\n", 1),
+    "extra byte": lambda data: data + b"\n",
+    "blank before the end": lambda data: data[: data.rindex(b"#endif")] + b"\n" + data[data.rindex(b"#endif") :],
+}
+
+
+@pytest.mark.parametrize(("key", "suffix", "options"), CASES, ids=[f"{k}{s}-{o}" for k, s, o in CASES])
+def test_every_variant_refuses_any_byte_posenc_did_not_write(tmp_path, key, suffix, options):
+    for path in c_files(tmp_path, key, suffix, options):
+        data = path.read_bytes()
+        for name, edit in EDITS.items():
+            path.write_bytes(edit(data))
+            with pytest.raises(FormatError, match="a C file posenc did not write") as err:
+                posenc_cli.load(tmp_path / f"t{suffix}")
+            assert "\n" not in str(err.value), name
+        path.write_bytes(data)
+    posenc_cli.load(tmp_path / f"t{suffix}")
+
+
+def test_a_refusal_names_the_first_line_that_differs():
+    data = posenc_header().replace(b"#define PE_D_MODEL 4\n", b"#define PE_D_MODEL 4 /* ok */\n")
+    line = data[: data.index(b"PE_D_MODEL 4 /*")].count(b"\n") + 1
+    refuse(data, rf"line {line} is '#define PE_D_MODEL 4 /\* ok \*/', where posenc writes '#define PE_D_MODEL 4'")
+    refuse(posenc_header() + b"int x;\n", r"goes on after line \d+, where posenc's file ends")
+    version = f"generated by posenc {posenc_cli.__version__}.".encode()
+    older = posenc_header().replace(version, b"generated by posenc 0.0.1-old.").replace(b"\n#define", b"\n\n#define", 1)
+    refuse(older, r"names posenc 0\.0\.1-old; this is .*: write it again")
+
+
+def test_c_files_are_read_from_seekable_files_only():
+    class Pipe(io.BytesIO):
+        def seekable(self) -> bool:
+            return False
+
+    with pytest.raises(FormatError, match="seek"):
+        c_read.load(Pipe(posenc_header()))
+
+
+def test_reading_claims_the_memory_budget_first():
+    from posenc_cli.formats.limits import Budget
+
+    data = posenc_header(posenc_cli.generate(64, 64))  # 16 KiB of float32
+    with pytest.raises(FormatError, match="array pe needs 16.0 KiB of memory"):
+        c_read.load(io.BytesIO(data), Budget(8192))
+    budget = Budget(1 << 20)
+    c_read.load(io.BytesIO(data), budget)
+    assert budget.taken == 64 * 64 * 4
+    with pytest.raises(FormatError, match="the .bin needs"):
+        c_read.load_raw(io.BytesIO(bytes(4096)), Budget(1024))
+
+
+# --------------------------------------------------------------------------------------------- table identity
+def identity_of(path: Path) -> str:
+    match = re.search(r"^#define \w+_TABLE_ID (0x[0-9A-F]{16})$", path.read_text(), re.M)
+    assert match is not None
+    return match[1]
+
+
+def test_the_identity_is_the_same_for_the_same_values_however_they_are_held(tmp_path):
+    generated = posenc_cli.generate(3000, 16, lazy=True)  # rows computed on demand, as the CLI writes them
+    held = Table(generated.kind, {"pe": np.asarray(generated.array)}, generated.params)
+    assert isinstance(generated.array, RowSource)
+    posenc_cli.save(generated, tmp_path / "a.c", name="pe")
+    posenc_cli.save(held, tmp_path / "b.c", name="pe")
+    posenc_cli.save(generated, tmp_path / "c.bin", name="pe")
+    assert identity_of(tmp_path / "a.h") == identity_of(tmp_path / "b.h") == identity_of(tmp_path / "c.h")
+    # The .h alone (no .c written before it in the same save) computes the same identity.
+    from posenc_cli.formats.c import dump_declarations
+    from posenc_cli.formats.options import WriteOptions
+
+    buf = io.BytesIO()
+    dump_declarations(posenc_cli.generate(3000, 16, lazy=True), buf, WriteOptions(name="pe"))
+    assert f"#define PE_TABLE_ID {identity_of(tmp_path / 'a.h')}\n" in buf.getvalue().decode()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"table": posenc_cli.generate(8, 4, base=500.0)},
+        {"table": posenc_cli.generate(8, 4, dtype="float64")},
+        {"align": 16},
+        {"progmem": True},
+        {"float_literal": "hex"},
+        {"name": "other"},
+    ],
+    ids=["values", "dtype", "align", "progmem", "literals", "name"],
+)
+def test_the_identity_covers_values_and_options(tmp_path, change):
+    posenc_cli.save(posenc_cli.generate(8, 4), tmp_path / "a.c", name="pe")
+    options = {"name": "pe", **{k: v for k, v in change.items() if k != "table"}}
+    posenc_cli.save(change.get("table", posenc_cli.generate(8, 4)), tmp_path / "b.c", **options)
+    assert identity_of(tmp_path / "a.h") != identity_of(tmp_path / "b.h")
+
+
+def test_an_edited_value_in_a_c_file_is_read_as_the_compiler_reads_it(tmp_path):
+    """An edited literal that posenc could have written is read as the compiler reads it (verify then finds it);
+    the .h beside it still matches the .c's identity check, so the pair is not torn."""
+    posenc_cli.save(posenc_cli.generate(3, 4), tmp_path / "pe.c")
+    source = (tmp_path / "pe.c").read_text()
+    (tmp_path / "pe.c").write_text(source.replace("0.84147096f", "0.5f"))
+    assert float(np.asarray(posenc_cli.load(tmp_path / "pe.c").array)[1, 0]) == 0.5
+
+
+# -------------------------------------------------------------------------------------------- comment escaping
+@given(st.text(max_size=40))
+def test_comment_escaping_is_safe_and_idempotent(text):
+    from posenc_cli.formats._c_names import comment_line, comment_safe
+
+    line = comment_line(text)
+    assert line.isascii() or line.isprintable()
+    assert "*/" not in line and "/*" not in line[1:] and "??" not in line and not line.endswith("\\")
+    assert comment_line(line[3:]) == line if line.startswith(" * ") else line == " *"
+    assert comment_safe(comment_safe(text)) == comment_safe(text)

@@ -265,3 +265,29 @@ def test_source_pair_links_two_units_into_one_table_on_cortex_m4(tables, std):
         if len(fields) == 3 and fields[1].isdigit()
     }
     assert len(expected) <= section_size[table.section] < 2 * len(expected), sizes
+
+
+@pytest.mark.parametrize("toolchain", TOOLCHAINS, ids=lambda tc: tc.id)
+def test_torn_pairs_do_not_build_for_the_target(tmp_path, toolchain):
+    """The .c checks its .h's table identity (#error), the .bin's .h its size (.incbin and .org): both on the
+    target's own compiler and assembler."""
+    gcc = toolchain.tool("gcc")
+    for sub, rows in (("a", "8"), ("b", "16")):
+        (tmp_path / sub).mkdir()
+        for name in ("pe.c", "raw.bin"):
+            args = ["generate", "-n", rows, "-d", "4", "-o", str(tmp_path / sub / name)]
+            assert CliRunner().invoke(cli, args).exit_code == 0
+    a = tmp_path / "a"
+    (a / "use.c").write_text('#define RAW_INCBIN\n#include "raw.h"\nconst float *first(void) { return raw[0]; }\n')
+
+    def build(source: str) -> subprocess.CompletedProcess[str]:
+        command = [gcc, *toolchain.target_flags, "-std=c99", *WARNINGS, "-c", source, "-o", source + ".o"]
+        return subprocess.run(command, cwd=a, capture_output=True, text=True)
+
+    assert build("pe.c").returncode == 0 and build("use.c").returncode == 0
+    for name in ("pe.h", "raw.h"):
+        (a / name).write_bytes((tmp_path / "b" / name).read_bytes())
+    torn = build("pe.c")
+    assert torn.returncode != 0 and "a torn pair" in torn.stderr, torn.stderr
+    short = build("use.c")
+    assert short.returncode != 0 and "invalid for file size" in short.stderr, short.stderr

@@ -131,7 +131,7 @@ FORMATS: dict[str, Format] = {
         "C source with the one definition, plus a .h of extern declarations",
         _lazy("c", "dump_source"),
         _lazy("c_read", "load"),
-        companion=Companion(".h", _lazy("c", "dump_declarations")),
+        companion=Companion(".h", _lazy("c", "dump_declarations"), load=_lazy("c_read", "load_declarations")),
         text=True,
     ),
     "bin": Format(

@@ -1,4 +1,5 @@
-"""C and C++ source: a self-contained header (``.h``), or a definition (``.c``) with its declarations (``.h``).
+"""C and C++ source: a self-contained header (``.h``), a definition (``.c``) with its declarations (``.h``), or the
+raw values (``.bin``) with a header that pulls them in.
 
 References: ISO C99 6.4.4.2 (floating constants), CMSIS-DSP ``arm_common_tables.c/.h`` (definition in a .c, ``extern``
 in a guarded .h with ``extern "C"``, the ``ARM_DSP_TABLE_ATTRIBUTE`` section hook), TFLM ``generate_cc_arrays.py``
@@ -17,9 +18,28 @@ in a guarded .h with ``extern "C"``, the ``ARM_DSP_TABLE_ATTRIBUTE`` section hoo
     #endif
 
 ``.c`` (format ``c``), for firmware that uses the table from several files: ``<stem>.c`` holds the one definition
-after ``#include "<stem>.h"``, and ``<stem>.h`` holds the guard, the size macros and the ``extern`` declaration inside
-``extern "C"`` guards. The declaration gives the definition external linkage in C++ as well. Measured on a Cortex-M4:
-a ``static const`` table in a header used by two files costs two copies of flash; the pair costs one.
+after ``#include "<stem>.h"``, and ``<stem>.h`` holds the guard, the size macros, ``<NAME>_TABLE_ID`` and the
+``extern`` declaration inside ``extern "C"`` guards. The declaration gives the definition external linkage in C++ as
+well. Measured on a Cortex-M4: a ``static const`` table in a header used by two files costs two copies of flash; the
+pair costs one. The ``.c`` ends with the check that the two files belong together (a pair torn by an interrupted or
+concurrent write does not compile; :mod:`~posenc_cli.formats._c_identity` says what the identity covers)::
+
+    #if !defined(<NAME>_TABLE_ID) || <NAME>_TABLE_ID != 0x0123456789ABCDEF
+    #error "<stem>.h holds another table than <stem>.c (a torn pair): write both files again"
+    #endif
+
+``.bin`` (format ``bin``): the stored values, little-endian, each array padded to 16 bytes, and a ``.h`` with the
+declarations, ``<NAME>_TABLE_ID`` and an ``__asm__`` block (where ``<NAME>_INCBIN`` is defined) whose ``.incbin``
+lines define the arrays. The block refuses a ``.bin`` of another size: after each ``.incbin``, ``.org . + (. -
+<symbol>) - <size>`` moves backwards (an assembler error) when fewer bytes were read (GNU as stops there by itself,
+clang's assembler would pad), and the block ends with ``.incbin "<stem>.bin", <total>`` and ``.org <last symbol> +
+<its size>``, backwards when the ``.bin`` holds more. A ``.bin`` of the right size and other values is refused by
+``posenc verify`` and ``inspect``, which check the identity; a build cannot.
+
+Every identifier is made by :mod:`posenc_cli.formats._c_names` with the one mapping of
+:mod:`posenc_cli.formats.identifiers` (``<name>_<key>`` symbols, ``<NAME>_<AXIS>`` macros, at most 63 characters,
+collisions refused); no array, axis or parameter text is pasted into code. Comment text, file names and assembler
+strings are escaped as :mod:`~posenc_cli.formats._c_names` describes.
 
 Options (:class:`~posenc_cli.formats.options.WriteOptions`):
 
@@ -35,27 +55,36 @@ Options (:class:`~posenc_cli.formats.options.WriteOptions`):
 - int8 tables also get ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT``.
 
 Decimal literals compile under C89/C99/C11 and C++98 and later with ``-Wall -Wextra -Wpedantic -Werror``; the
-comment states what any other choice needs. ``<NAME>`` is the name upper-cased. Only 2-D tables with at least one
-row and one column can be written (C has no empty arrays); posenc does not read C back.
+comment states what any other choice needs. Only 2-D and 1-D arrays with at least one value can be written (C has
+no empty arrays). Every write is byte-reproducible: :mod:`~posenc_cli.formats.c_read` reads a file back only if it
+is, byte for byte, what :func:`render` writes for the table and options it finds in it.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
+from dataclasses import dataclass
 from pathlib import PurePath
-from typing import BinaryIO
+from typing import BinaryIO, Literal, Protocol
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError, PosencWarning, SpecError
-from ..table import Array, Table
+from ..table import Table
 from ._blocks import row_blocks
+from ._c_identity import ValuesHash, blocks, remember, table_id, values_digest
+from ._c_names import CNames, asm_string, c_names, c_string, check_file_name, comment_line
 from ._ctypes import CElement, c_element
+from ._spell import element_name
 from .options import WriteOptions
 
 #: Initializer size above which posenc suggests --format bin (measured: ~1 s of compile time per MiB).
 BIG_INITIALIZER = 1 << 20
+
+#: What one C file is: a self-contained header, the .c of a pair, the .h of a pair, the .h of a .bin.
+Variant = Literal["h", "c", "decl", "incbin"]
 
 _FORMULAS = {
     "sinusoidal": (
@@ -91,135 +120,238 @@ _ATTRIBUTE_MACRO = """/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. 
 """
 
 
+class Sink(Protocol):
+    """Where a C file goes: a binary file, or :mod:`~posenc_cli.formats.c_read`'s comparison with a file."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 def dump_header_only(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write a self-contained header: guard, size macros and a ``static const`` (or ``constexpr``) definition."""
-    element = _check(table, options)
     _note_if_big(table)
-    guard = f"POSENC_{options.name.upper()}_H"
-    fp.write(_comment(table, options, element).encode("utf-8"))
-    fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
-    if options.lang == "c++":
-        fp.write(_cxx_preamble(table, options, element).encode("ascii"))
-        qualifiers = "constexpr" if options.namespace else "inline constexpr"
-        for key, symbol in _symbols(table, options):
-            declarator = _declarator(table, options, key, symbol)
-            declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {declarator}"
-            fp.write(f"{declaration} = {{\n".encode("ascii"))
-            _write_values(table.arrays[key], fp, element)
-            fp.write(b"};\n\n")
-        close = "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options)))
-        fp.write(f"{close}{chr(10) if close else ''}#endif /* {guard} */\n".encode("ascii"))
-        return
-    fp.write(_c_preamble(table, options, element).encode("ascii"))
-    for key, symbol in _symbols(table, options):
-        declarator = _declarator(table, options, key, symbol)
-        definition = f"{element.prefix}{_aligned(options)}static const {element.ctype} {declarator}"
-        fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
-        _write_values(table.arrays[key], fp, element)
-        fp.write(b"};\n\n")
-    fp.write(f"#endif /* {guard} */\n".encode("ascii"))
-
-
-def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.h`` of a ``.c``/``.h`` pair: guard, size macros and the ``extern`` declarations."""
-    element = _check(table, options, pair=True)
-    fp.write(_header_of_definitions(table, options, element, _placement(options)).encode("utf-8"))
+    render("h", table, fp, options)
 
 
 def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.c`` of a ``.c``/``.h`` pair: the one definition of each array."""
-    element = _check(table, options, pair=True)
+    """Write the ``.c`` of a ``.c``/``.h`` pair: the one definition of each array, and the identity check."""
     _note_if_big(table)
-    header_name = PurePath(options.filename).stem + ".h" if options.filename else options.name + ".h"
-    fp.write(_comment(table, options, element, extra=[f"The declarations are in {header_name}."]).encode("utf-8"))
-    if any(ch in header_name for ch in '"\\\n') or not header_name.isprintable():
-        raise SpecError(
-            f"the .c includes its header by name, and {header_name!r} cannot appear in an #include: rename the output",
-            param="output",
-        )
-    fp.write(f'#include "{header_name}"\n\n'.encode())  # no escapes in a header name: UTF-8 as it is
-    if options.align:
-        fp.write(_ALIGN_MACRO.encode("ascii"))
-    for n, (key, symbol) in enumerate(_symbols(table, options)):
-        definition = (
-            f"{element.prefix}{_aligned(options)}const {element.ctype} {_declarator(table, options, key, symbol)}"
-        )
-        fp.write(f"{chr(10) if n else ''}{definition}{_placement(options)} = {{\n".encode("ascii"))
-        _write_values(table.arrays[key], fp, element)
-        fp.write(b"};\n")
+    render("c", table, fp, options)
 
 
-def dump_raw(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.bin`` of the ``bin`` format: each array's stored values, little-endian, one after another, each
-    padded with zeros to a multiple of 16 bytes so that the next one starts aligned."""
-    _check(table, options, pair=True)
-    for array in table.arrays.values():
-        for _, block in row_blocks(array):
-            fp.write(np.ascontiguousarray(block, array.dtype.newbyteorder("<")).tobytes())
-        fp.write(bytes(-array.nbytes % 16))
+def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
+    """Write the ``.h`` of a ``.c``/``.h`` pair: guard, size macros, identity and the ``extern`` declarations."""
+    render("decl", table, fp, options)
 
 
 def dump_incbin_header(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.h`` of the ``bin`` format: declarations, and the ``.incbin`` that defines the arrays.
+    """Write the ``.h`` of the ``bin`` format: declarations, identity, and the ``.incbin`` that defines the arrays.
 
     Compilers take about a second per MiB of initializer (gcc 12.8 s and 707 MiB, clang 20.5 s and 2 GiB for a
     16 MiB table); the assembler copies the same bytes in milliseconds. The ``.incbin`` block is emitted where the
     translation unit defines ``<NAME>_INCBIN`` (exactly one must), for GCC and Clang on ELF targets.
     """
-    element = _check(table, options, pair=True)
-    binary = PurePath(options.filename).with_suffix(".bin").name if options.filename else options.name + ".bin"
-    upper = options.name.upper()
-    extra = [
-        f"The values are in {binary} (the stored values, little-endian, row-major). Define {upper}_INCBIN in",
-        "exactly one translation unit to pull them in with the assembler's .incbin (GCC or Clang, ELF targets,",
-        f"little-endian); the assembler must find {binary}: compile in its directory or pass -Wa,-I<its directory>.",
-    ]
+    render("incbin", table, fp, options)
+
+
+def dump_raw(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
+    """Write the ``.bin`` of the ``bin`` format: each array's stored values, little-endian, one after another, each
+    padded with zeros to a multiple of 16 bytes so that the next one starts aligned."""
+    _Unit.of(table, options, "incbin")
+    hasher = ValuesHash()
+    for array in table.arrays.values():
+        hasher.start(array)
+        for _, block in row_blocks(array):
+            hasher.update(block)
+            fp.write(np.ascontiguousarray(block, array.dtype.newbyteorder("<")).tobytes())
+        fp.write(bytes(-array.nbytes % 16))
+    remember(table, hasher.hexdigest())
+
+
+def render(
+    variant: Variant,
+    table: Table,
+    fp: Sink,
+    options: WriteOptions,
+    *,
+    version: str = __version__,
+    identity: str | None = None,
+) -> None:
+    """Write one C file of ``table``: what the dump functions write. ``version`` is the one the comment names;
+    ``identity`` the table identity of a pair's file (by default computed from the values)."""
+    unit = _Unit.of(table, options, variant, version, identity)
+    if variant == "h":
+        _header_only(unit, fp)
+    elif variant == "c":
+        _source(unit, fp)
+    else:
+        fp.write(_declarations(unit, variant).encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One C file being written: the table, its options, element type and names."""
+
+    table: Table
+    options: WriteOptions
+    element: CElement
+    names: CNames
+    variant: Variant
+    version: str
+    given_identity: str | None
+
+    @classmethod
+    def of(
+        cls,
+        table: Table,
+        options: WriteOptions,
+        variant: Variant,
+        version: str = __version__,
+        identity: str | None = None,
+    ) -> _Unit:
+        """Check that the table and the options fit C; ``FormatError`` or ``SpecError`` otherwise."""
+        for key, array in table.arrays.items():
+            if array.ndim not in (1, 2) or 0 in array.shape:
+                raise FormatError(
+                    f"C output holds 1-D and 2-D arrays without empty axes; {key!r} has shape {array.shape}"
+                )
+        if variant != "h" and options.lang != "c":
+            raise SpecError(
+                "lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too", param="lang"
+            )
+        if options.progmem and table.params.get("dtype") == "float64":
+            raise SpecError("progmem is for AVR, where double is 32 bits: use dtype float32", param="progmem")
+        element = c_element(table, options)
+        quantised = element_name(table) == "int8" and "scale" in table.params
+        names = c_names(table, options.name, quantised=quantised)
+        return cls(table, options, element, names, variant, version, identity)
+
+    def filename(self) -> str:
+        return self.options.filename or self.options.name
+
+    def declarator(self, key: str) -> str:
+        return self.names.symbols[key] + "".join(f"[{macro}]" for macro in self.names.dims[key])
+
+    def identity(self, digest: str | None = None) -> str:
+        """The table identity: the one given, else made from the values' digest (by default computed)."""
+        if self.given_identity is not None:
+            return self.given_identity
+        digest = digest if digest is not None else values_digest(self.table)
+        return table_id(self.table, self.names, element_name(self.table), self.options, self.version, digest)
+
+
+# -------------------------------------------------------------------------------------------------- the files
+def _header_only(unit: _Unit, fp: Sink) -> None:
+    """A self-contained header: C (``static const``) or C++ (``constexpr``, optionally in a namespace)."""
+    options, element, guard = unit.options, unit.element, unit.names.guard
+    fp.write(_comment(unit).encode("utf-8"))
+    fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
+    if options.lang == "c++":
+        fp.write(_cxx_preamble(unit).encode("ascii"))
+        qualifiers = "constexpr" if options.namespace else "inline constexpr"
+        for key in unit.table.arrays:
+            declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {unit.declarator(key)}"
+            fp.write(f"{declaration} = {{\n".encode("ascii"))
+            _write_values(unit, key, fp, None)
+            fp.write(b"};\n\n")
+        close = "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options)))
+        fp.write(f"{close}{chr(10) if close else ''}#endif /* {guard} */\n".encode("ascii"))
+        return
+    fp.write(_c_preamble(unit).encode("ascii"))
+    for key in unit.table.arrays:
+        definition = f"{element.prefix}{_aligned(options)}static const {element.ctype} {unit.declarator(key)}"
+        fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
+        _write_values(unit, key, fp, None)
+        fp.write(b"};\n\n")
+    fp.write(f"#endif /* {guard} */\n".encode("ascii"))
+
+
+def _source(unit: _Unit, fp: Sink) -> None:
+    """The ``.c`` of a pair: the definitions, then the check of the ``.h``'s identity (hashed as they are written)."""
+    options, element = unit.options, unit.element
+    check_file_name(unit.filename(), "the file name")
+    header = check_file_name(PurePath(unit.filename()).stem + ".h", "the header name")
+    note = f"The declarations are in {header}; the build stops if it holds another table ({unit.names.table_id})."
+    fp.write(_comment(unit, [note]).encode("utf-8"))
+    fp.write(f'#include "{header}"\n\n'.encode())  # no escapes in a header name: UTF-8 as it is
+    if options.align:
+        fp.write(_ALIGN_MACRO.encode("ascii"))
+    hasher = ValuesHash()
+    for n, key in enumerate(unit.table.arrays):
+        definition = f"{element.prefix}{_aligned(options)}const {element.ctype} {unit.declarator(key)}"
+        fp.write(f"{chr(10) if n else ''}{definition}{_placement(options)} = {{\n".encode("ascii"))
+        _write_values(unit, key, fp, hasher)
+        fp.write(b"};\n")
+    digest = hasher.hexdigest()
+    remember(unit.table, digest)
+    macro = unit.names.table_id
+    message = c_string(f"{header} holds another table than {unit.filename()} (a torn pair): write both files again")
+    check = f'#if !defined({macro}) || {macro} != {unit.identity(digest)}\n#error "{message}"\n#endif\n'
+    fp.write(f"\n{check}".encode("ascii"))
+
+
+def _declarations(unit: _Unit, variant: Variant) -> str:
+    """The ``.h`` of a pair (``decl``) or of a ``.bin`` (``incbin``): guard, macros, identity, declarations."""
+    options, element, names = unit.options, unit.element, unit.names
+    identity = unit.identity()
+    incbin = ""
+    if variant == "incbin":
+        check_file_name(unit.filename(), "the file name")
+        binary = check_file_name(PurePath(unit.filename()).with_suffix(".bin").name, "the .bin name")
+        extra, incbin = _incbin(unit, binary)
+        placement = ""
+    else:
+        extra = [
+            "The definitions are in the .c file that includes this header; it stops the build if this header",
+            f"holds another table ({names.table_id}).",
+        ]
+        placement = _placement(options)
+    declarations = "".join(
+        f"{element.prefix}extern const {element.ctype} {unit.declarator(key)}{placement};\n"
+        for key in unit.table.arrays
+    )
+    return (
+        _comment(unit, extra)
+        + f"#ifndef {names.guard}\n#define {names.guard}\n\n"
+        + _c_preamble(unit, attribute=bool(placement) and not options.progmem, identity=identity)
+        + '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
+        + declarations
+        + "\n#ifdef __cplusplus\n}\n#endif\n\n"
+        + incbin
+        + f"#endif /* {names.guard} */\n"
+    )
+
+
+def _incbin(unit: _Unit, binary: str) -> tuple[list[str], str]:
+    """The comment lines and the ``__asm__`` block of the ``.h`` of a ``.bin`` (module docstring)."""
+    options, names = unit.options, unit.names
     section = ".progmem.data" if options.progmem else ".rodata"
     align = max(options.align or 1, 16)
+    file = asm_string(binary)
     asm = [f".section {section}"]
     offset = 0
-    for key, symbol in _symbols(table, options):
-        size = table.arrays[key].nbytes
+    symbol, size = "", 0
+    for key, symbol in names.symbols.items():
+        size = unit.table.arrays[key].nbytes
         asm += [
             f".balign {align}",
             f".global {symbol}",
             f".type {symbol}, %object",
             f"{symbol}:",
-            f'.incbin \\"{_c_string(binary)}\\", {offset}, {size}',
+            f'.incbin "{file}", {offset}, {size}',
+            f".org . + (. - {symbol}) - {size}",
             f".size {symbol}, . - {symbol}",
         ]
         offset += size + (-size % 16)
-    asm.append(".previous")
-    incbin = f"#ifdef {upper}_INCBIN\n__asm__(\n" + "".join(f'    "{line}\\n"\n' for line in asm) + ");\n#endif\n\n"
-    text = _header_of_definitions(table, options, element, "", extra=extra, before_end=incbin)
-    fp.write(text.encode("utf-8"))  # ASCII but for a non-ASCII file name in the comment (the .incbin escapes it)
-
-
-def _header_of_definitions(
-    table: Table,
-    options: WriteOptions,
-    element: CElement,
-    placement: str,
-    *,
-    extra: list[str] | None = None,
-    before_end: str = "",
-) -> str:
-    """A guarded header with the size macros and ``extern`` declarations of every array."""
-    guard = f"POSENC_{options.name.upper()}_H"
-    declarations = "".join(
-        f"{element.prefix}extern const {element.ctype} {_declarator(table, options, key, symbol)}{placement};\n"
-        for key, symbol in _symbols(table, options)
-    )
-    return (
-        _comment(table, options, element, extra=extra)
-        + f"#ifndef {guard}\n#define {guard}\n\n"
-        + _c_preamble(table, options, element, attribute=bool(placement) and not options.progmem)
-        + '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
-        + declarations
-        + "\n#ifdef __cplusplus\n}\n#endif\n\n"
-        + before_end
-        + f"#endif /* {guard} */\n"
-    )
+    asm += [f'.incbin "{file}", {offset}', f".org {symbol} + {size}", ".previous"]
+    block = "".join(f'    "{c_string(line + chr(10))}"\n' for line in asm)
+    extra = [
+        f"The values are in {binary} (the stored values, little-endian, row-major). Define {names.incbin} in",
+        "exactly one translation unit to pull them in with the assembler's .incbin (GCC or Clang, ELF targets,",
+        f"little-endian); the assembler must find {binary}: compile in its directory or pass -Wa,-I<its directory>.",
+        f"The assembler stops the build if {binary} does not hold exactly {offset} bytes (an .org that moves",
+        f"backwards); {names.table_id} identifies the table.",
+    ]
+    return extra, f"#ifdef {names.incbin}\n__asm__(\n{block});\n#endif\n\n"
 
 
 def _note_if_big(table: Table) -> None:
@@ -231,52 +363,14 @@ def _note_if_big(table: Table) -> None:
             "per MiB of initializer (gcc 13 s / 0.7 GB, clang 20 s / 2 GB for 16 MiB): --format bin writes the raw "
             "table and a header that pulls it in with .incbin in milliseconds",
             PosencWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller of dump_*
         )
 
 
-def _check(table: Table, options: WriteOptions, *, pair: bool = False) -> CElement:
-    """The table's C element type, after checking that the table and the options fit C."""
-    for key, array in table.arrays.items():
-        if array.ndim not in (1, 2) or 0 in array.shape:
-            raise FormatError(f"C output holds 1-D and 2-D arrays without empty axes; {key!r} has shape {array.shape}")
-    _dimensions(table, options)  # consistent sizes
-    if pair and options.lang != "c":
-        raise SpecError(
-            "lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too", param="lang"
-        )
-    if options.progmem and table.params.get("dtype") == "float64":
-        raise SpecError("progmem is for AVR, where double is 32 bits: use dtype float32", param="progmem")
-    return c_element(table, options)
-
-
+# --------------------------------------------------------------------------------------------------- the parts
 def _namespaces(options: WriteOptions) -> list[str]:
     """``a::b`` as nested blocks (``namespace a::b`` needs C++17, the namespace form promises C++11)."""
     return options.namespace.split("::") if options.namespace else []
-
-
-def _symbols(table: Table, options: WriteOptions) -> list[tuple[str, str]]:
-    """``(key, C symbol)`` of every array: the name for a single array, ``<name>_<key>`` for several."""
-    if len(table.arrays) == 1:
-        return [(key, options.name) for key in table.arrays]
-    return [(key, f"{options.name}_{key}") for key in table.arrays]
-
-
-def _dimensions(table: Table, options: WriteOptions) -> dict[str, int]:
-    """Size macro name -> size, over every array's axes; ``FormatError`` when one axis name has two sizes."""
-    upper = options.name.upper()
-    sizes: dict[str, int] = {}
-    for key, array in table.arrays.items():
-        for axis, size in zip(table.axes_of(key), array.shape, strict=True):
-            macro = f"{upper}_{axis.upper()}"
-            if sizes.setdefault(macro, size) != size:
-                raise FormatError(f"axis {axis!r} has two sizes in this table ({sizes[macro]} and {size})")
-    return sizes
-
-
-def _declarator(table: Table, options: WriteOptions, key: str, symbol: str) -> str:
-    upper = options.name.upper()
-    return symbol + "".join(f"[{upper}_{axis.upper()}]" for axis in table.axes_of(key))
 
 
 def _aligned(options: WriteOptions) -> str:
@@ -292,18 +386,31 @@ def _includes(element: CElement, options: WriteOptions) -> str:
     return "".join(f"#include {h}\n" for h in headers) + ("\n" if headers else "")
 
 
-def _quantisation_macros(table: Table, upper: str, suffix: str) -> str:
-    if "scale" not in table.params:
-        return ""
-    scale = float(table.params["scale"])
-    return f"#define {upper}_SCALE {scale!r}{suffix}\n#define {upper}_ZERO_POINT {table.params['zero_point']}\n"
+def _quantisation(unit: _Unit) -> tuple[str, str] | None:
+    """The int8 scale (a C float literal without suffix) and zero point, checked: they are written as code."""
+    params = unit.table.params
+    if element_name(unit.table) != "int8" or "scale" not in params:
+        return None
+    scale, zero_point = params["scale"], params.get("zero_point")
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale):
+        raise FormatError(f"the int8 scale must be a finite number to be written as C, got {scale!r}")
+    if isinstance(zero_point, bool) or not isinstance(zero_point, int) or not -128 <= zero_point <= 127:
+        raise FormatError(f"the int8 zero_point must be an integer from -128 to 127, got {zero_point!r}")
+    if abs(float(scale)) > float(np.finfo(np.float32).max):
+        raise FormatError(f"the int8 scale {scale!r} is out of the range of float")
+    return repr(float(scale)), str(int(zero_point))
 
 
-def _c_preamble(table: Table, options: WriteOptions, element: CElement, *, attribute: bool = True) -> str:
-    upper = options.name.upper()
-    text = _includes(element, options)
-    text += "".join(f"#define {macro} {size}\n" for macro, size in _dimensions(table, options).items())
-    text += _quantisation_macros(table, upper, "f") + "\n"
+def _c_preamble(unit: _Unit, *, attribute: bool = True, identity: str | None = None) -> str:
+    names, options = unit.names, unit.options
+    text = _includes(unit.element, options)
+    text += "".join(f"#define {macro} {size}\n" for macro, size in names.sizes.items())
+    quantisation = _quantisation(unit)
+    if quantisation is not None:
+        text += f"#define {names.scale} {quantisation[0]}f\n#define {names.zero_point} {quantisation[1]}\n"
+    if identity is not None:
+        text += f"#define {names.table_id} {identity}\n"
+    text += "\n"
     if options.align:
         text += _ALIGN_MACRO
     if attribute and not options.progmem:
@@ -311,40 +418,39 @@ def _c_preamble(table: Table, options: WriteOptions, element: CElement, *, attri
     return text
 
 
-def _cxx_preamble(table: Table, options: WriteOptions, element: CElement) -> str:
-    upper = options.name.upper()
-    includes = ["<cstddef>"] + (["<cstdint>"] if element.includes else [])
+def _cxx_preamble(unit: _Unit) -> str:
+    names, options = unit.names, unit.options
+    includes = ["<cstddef>"] + (["<cstdint>"] if unit.element.includes else [])
     text = "".join(f"#include {h}\n" for h in includes) + "\n"
     if options.align:
         text += _ALIGN_MACRO
     if options.namespace:
         text += "".join(f"namespace {part} {{\n" for part in _namespaces(options)) + "\n"
     qualifiers = "constexpr" if options.namespace else "inline constexpr"
-    text += "".join(
-        f"{qualifiers} std::size_t {macro} = {size};\n" for macro, size in _dimensions(table, options).items()
-    )
-    if "scale" in table.params:
-        text += f"{qualifiers} float {upper}_SCALE = {float(table.params['scale'])!r}f;\n"
-        text += f"{qualifiers} int {upper}_ZERO_POINT = {table.params['zero_point']};\n"
+    text += "".join(f"{qualifiers} std::size_t {macro} = {size};\n" for macro, size in names.sizes.items())
+    quantisation = _quantisation(unit)
+    if quantisation is not None:
+        text += f"{qualifiers} float {names.scale} = {quantisation[0]}f;\n"
+        text += f"{qualifiers} int {names.zero_point} = {quantisation[1]};\n"
     return text + "\n"
 
 
-def _comment(table: Table, options: WriteOptions, element: CElement, extra: list[str] | None = None) -> str:
-    filename = options.filename or options.name
-    lines = [f"{filename}: positional-encoding table generated by posenc {__version__}. Do not edit.", ""]
+def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
+    table, options, element, name = unit.table, unit.options, unit.element, unit.names.name
+    lines = [f"{unit.filename()}: positional-encoding table generated by posenc {unit.version}. Do not edit.", ""]
     if options.command:
         lines.append(f"  command: {options.command}")
     lines.append(f"  kind: {table.kind}")
     lines += [f"  {key}: {table.params[key]}" for key in sorted(table.params)]
     lines += [
         f"  shape{'' if len(table.arrays) == 1 else ' of ' + symbol}: {' x '.join(map(str, table.arrays[key].shape))}"
-        for key, symbol in _symbols(table, options)
+        for key, symbol in unit.names.symbols.items()
     ]
     formula: tuple[str, ...] | None = _FORMULAS.get(table.kind)
     if formula and not set(table.params) <= _PAPER_PARAMS:  # a preset or other frequencies: the parameters say it
         formula = ("the parameters above define the table (posenc generate --help, posenc presets)",)
     if formula:
-        lines += [""] + ["  " + line.format(name=options.name) for line in formula]
+        lines += [""] + ["  " + line.format(name=name) for line in formula]
     lines.append("")
     if element.reading:
         lines.append(f"Values: {element.reading}.")
@@ -363,40 +469,34 @@ def _comment(table: Table, options: WriteOptions, element: CElement, extra: list
     if options.progmem:
         lines += [
             f"AVR flash: read values with pgm_read_{'float' if element.ctype == 'float' else 'word'}"
-            f"(&{options.name}[pos][i]); past the first 64 KiB of flash use pgm_get_far_address()",
+            f"(&{name}[pos][i]); past the first 64 KiB of flash use pgm_get_far_address()",
             "and the _far readers.",
         ]
     lines += extra or []
-    body = "".join(f" * {_comment_safe(line)}".rstrip() + "\n" for line in lines)
+    body = "".join(comment_line(line) + "\n" for line in lines)
     return f"/*\n{body} */\n\n"
 
 
-def _comment_safe(text: str) -> str:
-    """Text that cannot end the comment early or smuggle in control characters."""
-    text = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
-    return text.replace("*/", "* /").replace("/*", "/ *").replace("??", "?\\?")
-
-
-def _c_string(text: str) -> str:
-    """``text`` as the body of a C string literal in ASCII: ``\\`` and ``"`` escaped, other bytes of its UTF-8 that
-    are not printable ASCII as octal escapes (the compiler turns them back into the same bytes)."""
-    out = []
-    for byte in text.encode("utf-8"):
-        char = chr(byte)
-        out.append("\\" + char if char in '\\"' else char if 32 <= byte < 127 else f"\\{byte:03o}")
-    return "".join(out)
-
-
-def _write_values(array: Array, fp: BinaryIO, element: CElement) -> None:
+def _write_values(unit: _Unit, key: str, fp: Sink, hasher: ValuesHash | None) -> None:
     """The initializer's body: ``{...},`` per row of a 2-D array, plain wrapped values for a 1-D one."""
+    array, element = unit.table.arrays[key], unit.element
     if array.ndim == 1:
-        values = np.asarray(array)[None, :]
-        seps = [b",\n    " if (j + 1) % element.per_line == 0 else b", " for j in range(values.shape[1])]
-        seps[-1] = b"\n"
-        fp.write(element.spell(values, seps, b"    "))
+        # In pieces of whole lines: the separators depend only on the position in the line.
+        step = element.per_line * 4096
+        count = array.shape[0]
+        values = np.asarray(array)
+        if hasher is not None:
+            hasher.start(array)
+            hasher.update(values)
+        for lo in range(0, count, step):
+            hi = min(lo + step, count)
+            seps = [b",\n    " if (j + 1) % element.per_line == 0 else b", " for j in range(lo, hi)]
+            if hi == count:
+                seps[-1] = b"\n"
+            fp.write(element.spell(values[None, lo:hi], seps, b"    " if lo == 0 else b""))
         return
     columns = array.shape[1]
     seps = [b",\n     " if (j + 1) % element.per_line == 0 else b", " for j in range(columns)]
     seps[-1] = b"},\n"
-    for _, block in row_blocks(array, 1 << 20):
+    for block in blocks(unit.table, hasher, key):
         fp.write(element.spell(block, seps, b"    {"))

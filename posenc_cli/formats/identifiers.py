@@ -50,8 +50,9 @@ KEYWORDS = frozenset(
     """.split()
 )
 
-#: The longest name posenc accepts or makes: C99 guarantees 63 significant characters for internal identifiers and
-#: posenc appends up to 9 (``_SEQ_LEN``) to it for macros.
+#: The longest name posenc accepts or makes. C99 guarantees 63 significant characters for internal identifiers, and
+#: posenc appends suffixes to the name for macros (``_ZERO_POINT`` is 11): the C writer checks every whole name
+#: against the 63 (:data:`posenc_cli.formats._c_names.SIGNIFICANT`).
 MAX_NAME = 54
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")

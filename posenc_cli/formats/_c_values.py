@@ -1,0 +1,267 @@
+"""Reading the values of a C initializer (the value layer of :mod:`posenc_cli.formats.c_read`).
+
+Values are read as the C compiler reads them, exactly: ``float`` decimals (``0.84147096f``) and hex floats
+(``0x1.aed548p-1f``) are correctly rounded to float32 (a value read as float64 that lands exactly half-way between
+two float32s is decided from its digits); ``double`` literals are correctly rounded to float64;
+``_Float16``/``__fp16`` literals are floats converted to binary16, as C converts them; bit patterns (``0x3C00 /*
+1.0 */``) are viewed as their type (bfloat16 stays ``<u2`` bit patterns, as posenc stores it); q15/q7/int8 are
+integers, range-checked. (The reader then refuses any spelling but posenc's own; reading other spellings exactly
+keeps that refusal a matter of bytes, never of a value read wrong.)
+
+Bounded memory: the initializer is parsed in blocks of whole rows of about :data:`CHUNK` bytes; each block's syntax
+(rows of exactly the declared width) is checked in linear time before NumPy converts it; the reader claims the
+array from the :class:`~posenc_cli.formats.limits.Budget` before it is allocated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from typing import BinaryIO
+
+import numpy as np
+
+from ..encodings.dtypes import ElementType
+from ..errors import FormatError
+
+#: Bytes read from the file at a time, and of initializer converted at a time (whole rows).
+CHUNK = 1 << 18
+#: The longest line outside an initializer: the command line of the comment is the longest posenc writes.
+MAX_LINE = 1 << 16
+#: Bytes of initializer text per value at most, separators and a value comment included (posenc's longest,
+#: ``-2.2250738585072014e-308,\n     `` or ``0x3C00 /* 0.00063085556 */, ``, is under 40).
+MAX_VALUE_BYTES = 64
+
+#: A C floating literal without suffix, as posenc writes them: a decimal with a point or an exponent, or a hex float.
+#: Each text matches in one way only, so that a row that fails costs linear time, never a backtracking explosion.
+_NUMBER = (
+    rb"-?(?:0[xX](?:[0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+"
+    rb"|[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
+)
+LITERALS = {
+    "float": _NUMBER + rb"f",
+    "_Float16": _NUMBER + rb"f",
+    "__fp16": _NUMBER + rb"f",
+    "double": _NUMBER,
+    "uint16_t": rb"0[xX][0-9a-fA-F]{1,4}",
+    "uint32_t": rb"0[xX][0-9a-fA-F]{1,8}",
+    "uint64_t": rb"0[xX][0-9a-fA-F]{1,16}",
+    "int16_t": rb"-?[0-9]{1,6}",
+    "int8_t": rb"-?[0-9]{1,4}",
+}
+_COMMENT = re.compile(rb"/\*[^*]*\*/")
+
+
+class Stream:
+    """Lines and delimited runs of bytes from a binary file object, through one buffer."""
+
+    def __init__(self, fp: BinaryIO) -> None:
+        self._fp = fp
+        self._buf = b""
+        self._pos = 0
+
+    def _fill(self) -> bool:
+        more = self._fp.read(CHUNK)
+        if not more:
+            return False
+        self._buf = self._buf[self._pos :] + more
+        self._pos = 0
+        return True
+
+    def readline(self) -> bytes:
+        """The next line with its ``\\n``; the rest of the file when it has none; ``b""`` at the end."""
+        while True:
+            end = self._buf.find(b"\n", self._pos)
+            if end >= 0:
+                line = self._buf[self._pos : end + 1]
+                self._pos = end + 1
+                break
+            if len(self._buf) - self._pos > MAX_LINE:
+                raise FormatError(f"a line is longer than {MAX_LINE} bytes: not a file posenc wrote")
+            if not self._fill():
+                line, self._buf, self._pos = self._buf[self._pos :], b"", 0
+                break
+        if len(line) > MAX_LINE:
+            raise FormatError(f"a line is longer than {MAX_LINE} bytes: not a file posenc wrote")
+        return line
+
+    def until(self, end: bytes, limit: int) -> Iterator[bytes]:
+        """Pieces of the file up to ``end`` (consumed, not yielded); ``FormatError`` past ``limit`` bytes or at EOF."""
+        seen = 0
+        while True:
+            stop = self._buf.find(end, self._pos)
+            piece = self._buf[self._pos : stop if stop >= 0 else len(self._buf)]
+            seen += len(piece)
+            if seen > limit:
+                raise FormatError(
+                    "an initializer is longer than its values can be: the file was edited or is not posenc's"
+                )
+            if stop >= 0:
+                self._pos = stop + len(end)
+                if piece:
+                    yield piece
+                return
+            self._pos = len(self._buf)
+            if piece:
+                yield piece
+            if not self._fill():
+                raise FormatError("truncated file: an initializer ends before its closing '};'")
+
+
+def read_initializer(stream: Stream, ctype: str, name: str, shape: tuple[int, ...]) -> tuple[np.ndarray, bool]:
+    """The values of one initializer (the stream is just after its ``= {`` line), as the storage of element type
+    ``name``, and whether a hexadecimal literal was seen. The caller has claimed the array's bytes."""
+    storage = ElementType(name).storage
+    count = int(np.prod(shape, dtype=object))
+    out = np.empty(shape, storage)
+    flat = out.reshape(-1)
+    literal = re.compile(LITERALS[ctype])
+    width = shape[-1]
+    limit = count * MAX_VALUE_BYTES + 1024
+    what = f"{' x '.join(map(str, shape))} {ctype} values"
+    hexadecimal = False
+    if len(shape) == 1:
+        body = b"".join(stream.until(b";", limit)).rstrip()
+        if not body.endswith(b"}"):
+            raise FormatError(f"the initializer of {what} does not end with '}}'")
+        text = _strip_comments(body[:-1])
+        if _skeleton(text, literal) != b"#," * (width - 1) + b"#":
+            raise FormatError(f"the initializer is not a list of {what} as posenc writes them")
+        flat[:] = convert(text, ctype, name)
+        return out, b"x" in text.lower()
+    row = b"{" + b"#," * (width - 1) + b"#},"
+    done = 0
+    pending = b""
+
+    def take(block: bytes) -> None:
+        nonlocal done, hexadecimal
+        text = _strip_comments(block)
+        skeleton = _skeleton(text, literal)
+        rows = len(skeleton) // len(row)
+        if skeleton != row * rows:
+            at = _first_difference(skeleton, row * (rows + 1))
+            raise FormatError(
+                f"the initializer is not rows of {width} {ctype} values as posenc writes them "
+                f"(row {done // width + at // len(row) + 1})"
+            )
+        if done + rows * width > count:
+            raise FormatError(f"the initializer holds more than the {shape[0]} rows the comment gives")
+        if rows:
+            values = text.translate(None, b"{}").rstrip().rstrip(b",")
+            hexadecimal = hexadecimal or b"x" in values.lower()
+            flat[done : done + rows * width] = convert(values, ctype, name)
+        done += rows * width
+
+    for piece in stream.until(b";", limit):
+        pending += piece
+        cut = pending.rfind(b"},")
+        if cut >= 0 and len(pending) >= CHUNK:
+            take(pending[: cut + 2])
+            pending = pending[cut + 2 :]
+    pending = pending.rstrip()
+    if not pending.endswith(b"}"):
+        raise FormatError(f"the initializer of {what} does not end with '}}'")
+    take(pending[:-1])
+    if done != count:
+        raise FormatError(
+            f"the initializer holds {done // width} rows, the comment gives {shape[0]}: truncated or edited"
+        )
+    return out, hexadecimal
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    differ = np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n)
+    return int(np.argmax(differ)) if differ.any() else n
+
+
+def _skeleton(text: bytes, literal: re.Pattern[bytes]) -> bytes:
+    """``text`` with each literal replaced by ``#`` and whitespace dropped: ``{#,#,#},`` per well-formed row.
+
+    Anything that is not a literal, a separator or a brace survives into the skeleton, so comparing it with the
+    expected one checks the syntax in linear time and memory (one regular expression over a whole block keeps a
+    backtracking record per repetition: forty times the block's size).
+    """
+    if b"#" in text:
+        return b"not posenc's"
+    skeleton: bytes = literal.sub(b"#", text).translate(None, b" \t\r\n")
+    return skeleton
+
+
+def _strip_comments(text: bytes) -> bytes:
+    return _COMMENT.sub(b" ", text) if b"/*" in text else text
+
+
+def convert(text: bytes, ctype: str, name: str) -> np.ndarray:
+    """Comma-separated literals of ``ctype`` (syntax already checked) as stored values of element type ``name``."""
+    storage = ElementType(name).storage
+    if ctype in ("int16_t", "int8_t"):
+        ints = np.fromstring(text, np.int64, sep=",")
+        info = np.iinfo(storage)
+        if ints.size and (ints.min() < info.min or ints.max() > info.max):
+            raise FormatError(f"a {name} value is outside [{info.min}, {info.max}]")
+        return ints.astype(storage)
+    if ctype.startswith("uint"):
+        bits = np.array([int(token, 16) for token in text.split(b",")], f"u{int(ctype[4:6]) // 8}")
+        return bits if name == "bfloat16" else bits.view(storage)
+    tokens: list[bytes] | None = None
+
+    def token(i: int) -> str:
+        nonlocal tokens
+        if tokens is None:
+            tokens = text.split(b",")
+        return tokens[i].strip().decode("ascii").removesuffix("f")
+
+    if b"x" in text or b"X" in text:  # hexadecimal floats: Python reads them, correctly rounded to float64
+        y = np.array(
+            [_hex_or_decimal(t.strip().rstrip(b"f") if ctype != "double" else t.strip()) for t in text.split(b",")]
+        )
+    else:
+        y = np.fromstring(text.replace(b"f", b"") if ctype != "double" else text, np.float64, sep=",")
+    if not np.isfinite(y).all():
+        raise FormatError(f"a {ctype} literal is out of range")
+    if ctype == "double":
+        return y
+    single = _to_float32(y, lambda i: _exact(token(i)))
+    return single if name == "float32" else single.astype(storage)
+
+
+def _hex_or_decimal(text: bytes) -> float:
+    return float.fromhex(text.decode("ascii")) if b"x" in text.lower() else float(text)
+
+
+def _exact(text: str) -> Fraction:
+    """The exact value of a decimal or hexadecimal floating literal (without suffix)."""
+    if "x" not in text.lower():
+        return Fraction(text)
+    negative = text.startswith("-")
+    mantissa, exponent = text.lstrip("-")[2:].lower().split("p")
+    whole, _, fraction = mantissa.partition(".")
+    value = Fraction(int(whole + fraction or "0", 16), 16 ** len(fraction)) * Fraction(2) ** int(exponent)
+    return -value if negative else value
+
+
+def _to_float32(y: np.ndarray, exact: Callable[[int], Fraction]) -> np.ndarray:
+    """Float32 nearest to the literals whose correctly rounded float64 values are ``y``.
+
+    Rounding ``y`` again gives the float32 nearest to the literal unless ``y`` is exactly half-way between two
+    float32s (a float32 rounding boundary strictly between the literal and ``y`` would be a float64 nearer to the
+    literal than ``y``); those few are decided from the literal's exact value.
+    """
+    with np.errstate(over="ignore"):
+        single = y.astype(np.float32)
+    if not np.isfinite(single).all():
+        raise FormatError("a float literal is out of the range of float")
+    back = single.astype(np.float64)
+    off = np.flatnonzero(y != back)
+    if off.size:
+        towards = np.where(y[off] > back[off], np.float32(np.inf), np.float32(-np.inf)).astype(np.float32)
+        with np.errstate(over="ignore"):  # past float32's largest value: infinity, never half-way
+            other = np.nextafter(single[off], towards)
+        halfway = y[off] == (back[off] + other.astype(np.float64)) / 2
+        for i, alternative in zip(off[halfway].tolist(), other[halfway].tolist(), strict=True):
+            value, midpoint = exact(i), Fraction(float(y[i]))
+            if value != midpoint and (value > midpoint) == (alternative > float(single[i])):
+                single[i] = alternative
+    return single
