@@ -114,15 +114,6 @@ def test_a_read_only_file_is_not_replaced(tmp_path):
     assert out.read_bytes() == before and stat.S_IMODE(os.stat(out).st_mode) == 0o444
 
 
-def test_a_new_file_follows_the_umask(tmp_path):
-    old = os.umask(0o027)
-    try:
-        assert run("generate", "-n", "4", "-d", "4", "-o", str(tmp_path / "pe.npy")).exit_code == 0
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(os.stat(tmp_path / "pe.npy").st_mode) == 0o640
-
-
 # ------------------------------------------------------------------------------------- torn pairs: the race
 def _rows_and_declared(c_file: Path, h_file: Path) -> tuple[int, int]:
     rows = sum(1 for line in c_file.read_text().splitlines() if line.startswith("    {"))
