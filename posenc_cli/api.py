@@ -29,11 +29,11 @@ from typing import BinaryIO, Union
 import numpy as np
 
 from . import _atomic, _resources
+from .dtypes import ElementType
 from .encodings import alibi as alibi_encoding
 from .encodings import check_params, presets, sinusoidal, sinusoidal_rows
 from .encodings import rope as rope_encoding
 from .encodings import sincos2d as sincos2d_encoding
-from .encodings.dtypes import ElementType
 from .errors import FormatError, SpecError
 from .formats import FORMATS, Format, WriteOptions, by_name, infer
 from .formats.limits import Budget
@@ -75,7 +75,7 @@ def generate(
     for ``pos`` in ``0..seq_len-1``; an odd ``d_model`` ends with a sine column. Every value is the exact value
     correctly rounded.
 
-    ``dtype`` is any element type of :data:`posenc_cli.encodings.dtypes.DTYPES` (``scale`` and ``zero_point`` for
+    ``dtype`` is any element type of :data:`posenc_cli.dtypes.DTYPES` (``scale`` and ``zero_point`` for
     int8: the quantisation step; the table's own multiplier is ``amplitude``). The parameters record the dtype by
     name, the preset, and every value that differs from the paper's table.
 
@@ -279,7 +279,7 @@ def convert(
 ) -> Table:
     """``table`` (or its array ``key``) with every value re-encoded as the element type ``dtype``.
 
-    The stored values are read as the real numbers they stand for (:func:`~posenc_cli.encodings.dtypes.decode`:
+    The stored values are read as the real numbers they stand for (:func:`~posenc_cli.dtypes.decode`:
     quantised codes and bfloat16 bits decoded), then each is rounded once to the new type, exactly as a generated
     table would be (float types to nearest, ties to even; q15/q7/int8 halves away from zero, saturated). Kind,
     parameters and axes are kept, with ``dtype`` (and int8's ``scale``/``zero_point``) updated and ``converted_from``
@@ -334,7 +334,7 @@ def _dtype_name(table: Table) -> str:
 def _converted(array: Array, name: str, params: dict[str, Param], element: ElementType, lo: int, hi: int) -> np.ndarray:
     from fractions import Fraction
 
-    from .encodings.dtypes import decode
+    from .dtypes import decode
 
     real = decode(np.asarray(array[lo:hi]), params)
     finite = np.isfinite(real)

@@ -90,9 +90,9 @@ from pathlib import Path
 from typing import Any, Union
 
 from . import _atomic, api
+from .dtypes import DTYPES
 from .encodings import presets
 from .encodings import rope as rope_encoding
-from .encodings.dtypes import DTYPES
 from .errors import PosencError, SpecError
 from .formats import FORMATS
 from .formats.limits import MAX_NESTING

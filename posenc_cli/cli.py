@@ -32,7 +32,7 @@ from . import api
 from ._cli_types import FLOAT, INT
 from ._printable import printable
 from ._version import __version__
-from .encodings.dtypes import DTYPES
+from .dtypes import DTYPES
 from .errors import OutputError, PosencError, PosencWarning, SpecError
 from .formats import FORMATS, WriteOptions
 from .table import RowSource, Table

@@ -16,8 +16,8 @@ from . import _atomic, api
 from ._cli_types import FLOAT, INT, SIZE, IntRange
 from ._printable import printable
 from .cli import _fail, _mapped_errors, _output_options, _write, cli
+from .dtypes import DTYPES
 from .encodings import presets
-from .encodings.dtypes import DTYPES
 from .errors import SpecError
 from .table import Table
 

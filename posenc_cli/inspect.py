@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _resources, api
-from .encodings.dtypes import ElementType, decode
+from .dtypes import ElementType, decode
 from .errors import SpecError
 from .formats._blocks import row_blocks
 from .formats.limits import Budget
@@ -87,7 +87,7 @@ def describe(table: Table) -> dict[str, Any]:
         (list of int), ``dtype`` (posenc's element type from the ``dtype`` parameter, else the NumPy dtype name),
         ``storage`` (the stored NumPy type, little-endian spelling: ``"<f4"``, ``"<u2"``, ``"|i1"``), ``min`` and
         ``max`` (real values, float, NaN ignored; ``None`` for an empty or all-NaN array: q15, q7, int8 and
-        bfloat16 decoded by :func:`~posenc_cli.encodings.dtypes.decode`), ``sha256`` (hex digest of the stored
+        bfloat16 decoded by :func:`~posenc_cli.dtypes.decode`), ``sha256`` (hex digest of the stored
         bytes, little-endian, C order) and ``nbytes``.
 
     Examples

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 import numpy as np
 
 from ._printable import printable
-from .encodings.dtypes import decode
+from .dtypes import decode
 from .errors import PosencError, SpecError
 from .table import Array, Param, RowSource, Table
 

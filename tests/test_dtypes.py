@@ -14,8 +14,8 @@ import mpmath
 import numpy as np
 import pytest
 
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings import sinusoidal_rows
-from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.errors import SpecError
 
 from .test_encodings import exact, rounded

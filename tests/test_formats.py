@@ -211,7 +211,7 @@ def test_table_is_frozen():
     [("float16", {}), ("bfloat16", {}), ("q15", {}), ("q7", {}), ("int8", {"scale": 0.0078125, "zero_point": -3})],
 )
 def test_element_types_round_trip_through_csv_and_h5(tmp_path, dtype, kwargs):
-    from posenc_cli.encodings.dtypes import ElementType
+    from posenc_cli.dtypes import ElementType
 
     table = posenc_cli.generate(40, 19, dtype=dtype, **kwargs)
     stored = np.asarray(table.array)

@@ -55,7 +55,7 @@ from click.testing import CliRunner
 
 from posenc_cli import api
 from posenc_cli.cli import cli
-from posenc_cli.encodings.dtypes import DTYPES
+from posenc_cli.dtypes import DTYPES
 from posenc_cli.encodings.presets import LAYOUTS, PRESETS
 from posenc_cli.formats import FORMATS
 

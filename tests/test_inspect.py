@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import posenc_cli
-from posenc_cli.encodings.dtypes import decode
+from posenc_cli.dtypes import decode
 from posenc_cli.errors import SpecError
 from posenc_cli.formats import FORMATS
 from posenc_cli.inspect import Mismatch, describe, parse_settings, regenerate, verify

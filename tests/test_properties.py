@@ -33,8 +33,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from posenc_cli import api
+from posenc_cli.dtypes import DTYPES, FLOATS
 from posenc_cli.encodings import presets
-from posenc_cli.encodings.dtypes import DTYPES, FLOATS
 from posenc_cli.errors import SpecError
 from posenc_cli.formats import FORMATS
 from posenc_cli.table import Table

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import posenc_cli.encodings._engine as engine
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings import sinusoidal_rows
-from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import MAX_POSITION, Columns, check_sinusoid, sinusoid_columns, sinusoid_rows
 from posenc_cli.errors import SpecError
 

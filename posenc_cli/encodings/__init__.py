@@ -4,7 +4,9 @@
 - :mod:`~posenc_cli.encodings.sinusoid`: the general sinusoid engine behind it (any column layout, frequency
   denominator, fractional or strided positions, amplitude) that framework presets are built on.
 - :mod:`~posenc_cli.encodings.alibi`: ALiBi slopes and bias.
-- :mod:`~posenc_cli.encodings.dtypes`: the output element types.
+
+The output element types they round to are :mod:`posenc_cli.dtypes`, a value shared with formats/ (which never
+imports this package).
 """
 
 from posenc_cli.encodings.sinusoid import MAX_POSITION, Columns, check_sinusoid, sinusoid_columns, sinusoid_rows

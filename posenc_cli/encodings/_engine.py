@@ -22,11 +22,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings import _kernel as K
 from posenc_cli.encodings._columns import Columns
 from posenc_cli.encodings._combine import Stats, bound, combine32, combine64
 from posenc_cli.encodings._exact import Sinusoid, decided, sinusoid_entries
-from posenc_cli.encodings.dtypes import ElementType
 
 _CHUNK = 1 << 15  # entries per work chunk: the float64 temporaries stay in L2
 _KERNEL_BATCH = 1 << 15  # kernel evaluations per call (amortises NumPy's per-call overhead)

@@ -26,8 +26,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._exact import round_checked
-from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.errors import SpecError
 
 #: Heads and positions posenc accepts: far beyond any model, small enough that positions stay exact integers.

@@ -48,7 +48,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from posenc_cli.encodings.dtypes import ElementType
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, check_sinusoid, count, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 

@@ -62,8 +62,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._exact import pi_decimal
-from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_cli.encodings.dtypes import ElementType
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import sinusoid_rows
 from posenc_cli.errors import SpecError
 

@@ -7,7 +7,7 @@ The entry of row ``r`` (``0 <= r < 2**32``) and column ``c`` is the exact real n
     f_k         = m_k * base ** (-k / denom)                 (m_k = 1 unless ``mults`` are given)
 
 rounded once to the output element type (round-half-even for the float types; the rules of
-:mod:`~posenc_cli.encodings.dtypes` for the others).  ``start``, ``step``, ``scale`` and ``base`` are the exact
+:mod:`~posenc_cli.dtypes` for the others).  ``start``, ``step``, ``scale`` and ``base`` are the exact
 values of their float64s, ``denom`` a positive rational, and each column ``(k, "sin")``, ``(k, "cos")`` or ``None``.
 Every layout in circulation is a column list: the paper interleaves ``(j // 2, "sin" if j % 2 == 0 else "cos")``
 with ``denom = d/2``; tensor2tensor/fairseq put ``h = d // 2`` sines then ``h`` cosines with ``denom = h - 1`` (a
@@ -56,10 +56,10 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._columns import Columns
 from posenc_cli.encodings._engine import typed_rows
 from posenc_cli.encodings._exact import Sinusoid
-from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.errors import SpecError
 
 __all__ = [
@@ -269,7 +269,7 @@ def sinusoid_rows(
     scale : float, default 1.0
         The amplitude multiplying every entry (exact float64 value, nonzero).
     dtype : {"float32", "float64", "float16", "bfloat16", "q15", "q7", "int8"}
-        Output element type (:mod:`posenc_cli.encodings.dtypes`); ``quant_scale`` and ``zero_point`` are int8's
+        Output element type (:mod:`posenc_cli.dtypes`); ``quant_scale`` and ``zero_point`` are int8's
         quantisation step and zero point.
     mults : sequence of rationals or floats, optional
         Per frequency index ``k``, an exact multiplier ``m_k`` of the frequency, ``2**-64 <= m_k <= 2**32``: column

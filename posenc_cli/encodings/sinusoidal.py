@@ -29,10 +29,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._columns import paper_columns
 from posenc_cli.encodings._engine import typed_rows
 from posenc_cli.encodings._exact import exact_entries, paper
-from posenc_cli.encodings.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import check_base, count
 from posenc_cli.errors import SpecError
 
@@ -59,7 +59,7 @@ def check_params(
     SpecError
         ``param`` names the culprit: ``seq_len`` (an integer in ``1 .. 2**32``; beyond, positions leave the
         accuracy guarantee), ``d_model`` (``1 .. 2**20``), ``base`` (a finite real number > 1), ``dtype`` (a name
-        of :data:`~posenc_cli.encodings.dtypes.DTYPES`; float32/float64 also as a type or ``numpy.dtype``), or
+        of :data:`~posenc_cli.dtypes.DTYPES`; float32/float64 also as a type or ``numpy.dtype``), or
         ``scale``/``zero_point`` (int8 only).
 
     Examples
@@ -97,7 +97,7 @@ def sinusoidal(
     base : float, default 10000.0
         Wavelength base, finite and greater than 1.
     dtype : {"float32", "float64", "float16", "bfloat16", "q15", "q7", "int8"}
-        Output element type (:mod:`posenc_cli.encodings.dtypes`): the array's dtype is its storage type
+        Output element type (:mod:`posenc_cli.dtypes`): the array's dtype is its storage type
         (bfloat16 as ``uint16`` bit patterns, q15/q7/int8 as integers).
     scale, zero_point : optional
         int8 only: the quantisation step and zero point.

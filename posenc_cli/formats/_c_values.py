@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..encodings.dtypes import ElementType
+from ..dtypes import ElementType
 from ..errors import FormatError
 
 #: Bytes read from the file at a time, and of initializer converted at a time (whole rows).

@@ -48,7 +48,7 @@ def float32_text(value: np.floating) -> str:
 
 def bfloat16_text(bits: int) -> str:
     """The shortest decimal that rounds (half-even) to the bfloat16 with these bits."""
-    from ..encodings.dtypes import ElementType
+    from ..dtypes import ElementType
 
     value = float(np.array(bits << 16, np.uint32).view(np.float32))
     if value == 0.0:

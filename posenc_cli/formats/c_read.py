@@ -59,7 +59,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .._version import __version__
-from ..encodings.dtypes import ElementType
+from ..dtypes import ElementType
 from ..errors import FormatError, PosencError
 from ..table import Table
 from . import c

@@ -1,5 +1,8 @@
 """Output element types: what a table's values become, correctly rounded from the exact value.
 
+A value every layer shares (encodings/ rounds to it, formats/ spells and reads it): it lives beside ``table.py``,
+not in encodings/, so that formats/ never imports encodings/.
+
 =============  =========================  ======================================================================
 name           stored as (numpy)          value
 =============  =========================  ======================================================================
