@@ -35,7 +35,7 @@ from .encodings import check_params, presets, sinusoidal, sinusoidal_rows
 from .encodings import rope as rope_encoding
 from .encodings import sincos2d as sincos2d_encoding
 from .errors import FormatError, SpecError
-from .formats import FORMATS, Format, WriteOptions, by_name, infer
+from .formats import FORMATS, Format, WriteOptions, by_name, check_options, infer
 from .formats.limits import Budget
 from .formats.options import check_name, name_from_path
 from .table import Array, Param, RowSource, Table
@@ -460,6 +460,7 @@ def save(
     unknown = sorted(set(c_options) - C_OPTIONS)
     if unknown:
         raise SpecError(f"unknown option {unknown[0]!r}; save takes {', '.join(sorted(C_OPTIONS))}", param=unknown[0])
+    check_options(out.format, {"header": header, **c_options})
     options = WriteOptions(
         name=out.name,
         header=header,

@@ -94,7 +94,7 @@ from .dtypes import DTYPES
 from .encodings import presets
 from .encodings import rope as rope_encoding
 from .errors import PosencError, SpecError
-from .formats import FORMATS
+from .formats import FORMATS, check_options
 from .formats.limits import MAX_NESTING
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS, WriteOptions
 from .table import Param, Table
@@ -686,6 +686,7 @@ def _entry(label: str, index: int, raw: dict[str, Any], defaults: Mapping[str, d
     with _about(where, origins):
         WriteOptions(**{key: options[key] for key in _C_OPTIONS})
         out = api.plan(path, format=options["format"], name=options["name"])
+        check_options(out.format, {"header": options["header"], **{key: options[key] for key in _C_OPTIONS}})
         entry = Entry(index, command, output, path, options, out)
         table = entry.table()  # every parameter checked (lazy tables: nothing computed yet)
         parts, part = list(table.arrays), options["part"]

@@ -594,3 +594,36 @@ def test_cmake_custom_command_with_depfile(tmp_path):
     output = cmake_build()
     assert "posenc_cli build" in output and "main.c.o" in output, output
     assert subprocess.run([str(binary / "app")], capture_output=True, text=True).stdout == "6\n"
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("progmem", "true"),
+        ("align", "16"),
+        ("float_literal", '"hex"'),
+        ("half_type", '"_Float16"'),
+        ("header", "false"),
+    ],
+)
+def test_a_manifest_option_the_format_does_not_take_is_refused_before_anything_is_written(tmp_path, key, value):
+    manifest = write(
+        tmp_path,
+        f"""\
+        [[table]]
+        command = "generate"
+        output = "first.npy"
+        seq_len = 4
+        d_model = 4
+
+        [[table]]
+        command = "generate"
+        output = "pe.npy"
+        seq_len = 4
+        d_model = 4
+        {key} = {value}
+        """,
+    )
+    result = CliRunner().invoke(cli, ["build", str(manifest)])
+    assert_one_line_error(result, 2, "table #2", "npy")
+    assert sorted(os.listdir(tmp_path)) == ["posenc.toml"]

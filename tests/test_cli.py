@@ -411,3 +411,32 @@ def test_non_ascii_digits_and_file_names(tmp_path):
     quote = tmp_path / 'a"b.c'
     assert_one_line_error(run("generate", "-n", "2", "-d", "2", "-o", str(quote)), 2, "#include")
     assert not quote.exists()
+
+
+@pytest.mark.parametrize(
+    "options, output, flag",
+    [
+        (["--progmem"], "x.npy", "--progmem"),
+        (["--align", "16"], "x.npy", "--align"),
+        (["--float-literal", "hex"], "x.npy", "--float-literal"),
+        (["--lang", "c++", "--namespace", "x"], "x.csv", "--lang"),
+        (["--c-half-type", "_Float16", "--dtype", "float16"], "x.h5", "--c-half-type"),
+        (["--no-header"], "x.h", "--header"),
+        (["--align", "16"], "x.safetensors", "--align"),
+    ],
+)
+def test_an_option_the_format_does_not_take_is_refused(tmp_path, monkeypatch, options, output, flag):
+    """Options that could not take effect were ignored (exit 0); now one line names the option and who takes it."""
+    monkeypatch.chdir(tmp_path)
+    result = run("generate", "-n", "4", "-d", "4", *options, "-o", output)
+    assert_one_line_error(result, 2, flag)
+    assert "csv" in result.stderr if flag == "--header" else "h, c, bin formats" in result.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_options_left_at_their_defaults_are_accepted_by_every_format(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for output in ("x.npy", "x.csv", "x.h5", "x.npz", "x.safetensors", "x.h", "x.c", "x.bin"):
+        result = run("generate", "-n", "4", "-d", "4", "--lang", "c", "--float-literal", "decimal", "--header",
+                     "-o", output)  # fmt: skip
+        assert result.exit_code == 0, (output, result.stderr)

@@ -128,7 +128,7 @@ def _element(rng: random.Random) -> list[tuple[str, ...]]:
 
 def _output(rng: random.Random, arrays: dict[str, int], dtype: str) -> tuple[list[tuple[str, ...]], str]:
     """Output options that fit a table of ``arrays`` (name: ndim) and ``dtype``: a format, a part where one is
-    needed, C options the C writers accept for it (they are ignored by the other formats)."""
+    needed, C options the C writers accept for it (only for C formats: the others refuse them)."""
     two_d = [k for k, ndim in arrays.items() if ndim == 2]
     formats = [f for f in FORMATS if f != "csv" or two_d]
     fmt = FORMATS[rng.choice(formats)]
@@ -146,22 +146,26 @@ def _output(rng: random.Random, arrays: dict[str, int], dtype: str) -> tuple[lis
         name = "sub/" + name
     items.append(("-o", name) if rng.random() < 0.5 else ("--output", name))  # relative to the run's directory
     in_c = fmt.name in ("h", "c", "bin")
-    lang = _pick(rng, None, None, "c", "c++") if fmt.name not in ("c", "bin") else _pick(rng, None, "c")
+    # C options only where they take effect: elsewhere posenc refuses them (exit 2), unless left at their default.
+    lang = _pick(rng, None, None, "c", "c++") if fmt.name == "h" else _pick(rng, None, "c")
     if lang:
         items.append(("--lang", lang))
     if lang == "c++" and rng.random() < 0.4:
         items.append(("--namespace", _pick(rng, "pe", "tables::pos")))
-    if lang != "c++" and rng.random() < 0.1 and not (in_c and dtype == "float64"):
+    if in_c and lang != "c++" and rng.random() < 0.1 and dtype != "float64":
         items.append(("--progmem",))
-    options = [("--align", ("1", "4", "16", "64", "4096")), ("--name", NAMES)]
-    if not in_c or dtype in ("float32", "float64"):
+    options = [("--name", NAMES)] + [("--align", ("1", "4", "16", "64", "4096"))] * in_c
+    if in_c and dtype in ("float32", "float64"):
         options.append(("--float-literal", ("decimal", "hex", "bits")))
-    if not in_c or dtype == "float16":
+    elif not in_c:
+        options.append(("--float-literal", ("decimal",)))
+    if in_c and dtype == "float16":
         options.append(("--c-half-type", ("_Float16", "__fp16")))
     for option, values in options:
         if rng.random() < 0.15:
             items.append((option, rng.choice(values)))
-    for flag in ("--no-header", "--header", "-v", "--verbose", "-q", "--quiet", "--json"):
+    flags = ("--header", "-v", "--verbose", "-q", "--quiet", "--json") + ("--no-header",) * (fmt.name == "csv")
+    for flag in flags:
         if rng.random() < 0.06:
             items.append((flag,))
     if rng.random() < 0.04:

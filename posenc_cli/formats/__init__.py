@@ -25,7 +25,7 @@ from ..table import Table
 from .limits import Budget
 from .options import WriteOptions
 
-__all__ = ["FORMATS", "Format", "WriteOptions", "by_name", "infer"]
+__all__ = ["FORMATS", "OPTION_DEFAULTS", "Format", "WriteOptions", "by_name", "check_options", "infer"]
 
 Dump = Callable[[Table, BinaryIO, WriteOptions], None]
 
@@ -77,7 +77,13 @@ class Format:
     text: bool = False
     #: The format holds a single array: a table of several needs ``part=`` (``--part``).
     single: bool = False
+    #: The write options (:class:`~posenc_cli.formats.options.WriteOptions` fields beyond ``name``) this format
+    #: takes; any other, given with a value other than its default, is refused (:func:`check_options`).
+    options: frozenset[str] = frozenset()
 
+
+#: What C source takes: the language, its namespace, alignment, AVR flash, the literal style and the half type.
+_C_SOURCE = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
 FORMATS: dict[str, Format] = {
     "npy": Format(
@@ -116,6 +122,7 @@ FORMATS: dict[str, Format] = {
         _lazy("csv", "load"),
         text=True,
         single=True,
+        options=frozenset({"header"}),
     ),
     "h": Format(
         "h",
@@ -124,6 +131,7 @@ FORMATS: dict[str, Format] = {
         _lazy("c", "dump_header_only"),
         _lazy("c_read", "load"),
         text=True,
+        options=_C_SOURCE,
     ),
     "c": Format(
         "c",
@@ -133,6 +141,7 @@ FORMATS: dict[str, Format] = {
         _lazy("c_read", "load"),
         companion=Companion(".h", _lazy("c", "dump_declarations"), load=_lazy("c_read", "load_declarations")),
         text=True,
+        options=_C_SOURCE,
     ),
     "bin": Format(
         "bin",
@@ -141,8 +150,45 @@ FORMATS: dict[str, Format] = {
         _lazy("c", "dump_raw"),
         _lazy("c_read", "load_raw"),
         companion=Companion(".h", _lazy("c", "dump_incbin_header"), load=_lazy("c_read", "load_incbin_header")),
+        options=_C_SOURCE,
     ),
 }
+
+
+#: Each write option's value when it is not given: an option left at it is never refused.
+OPTION_DEFAULTS: dict[str, object] = {
+    "header": True,
+    "lang": "c",
+    "namespace": None,
+    "align": None,
+    "progmem": False,
+    "float_literal": "decimal",
+    "half_type": None,
+}
+
+
+def check_options(fmt: Format, given: dict[str, object]) -> None:
+    """``SpecError`` (``param`` the option) for the first option in ``given`` that is set to something other than
+    its default and that ``fmt`` does not take: an option that cannot take effect is refused, never ignored.
+
+    Examples
+    --------
+    >>> check_options(FORMATS["npy"], {"align": 16})
+    Traceback (most recent call last):
+        ...
+    posenc_cli.errors.SpecError: this option applies to the h, c, bin formats, and the output is npy
+    """
+    for option, value in given.items():
+        if option in fmt.options or value == OPTION_DEFAULTS.get(option, value):
+            continue
+        takers = [f.name for f in FORMATS.values() if option in f.options]
+        if option == "header":
+            raise SpecError(f"only csv writes a header row; leaving it out has no effect on {fmt.name}", param=option)
+        raise SpecError(
+            f"this option applies to the {', '.join(takers)} format{'s' if len(takers) > 1 else ''}, and the output "
+            f"is {fmt.name}",
+            param=option,
+        )
 
 
 def by_name(name: str) -> Format:
