@@ -45,8 +45,9 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
 }
 
 
-def assert_refused(path: Path, command: str, *problem: str) -> str:
-    """Run ``command`` on ``path`` and check the rule of the module docstring; return the error line."""
+def assert_refused(path: Path, command: str, *problem: str, named: str | None = None) -> str:
+    """Run ``command`` on ``path`` and check the rule of the module docstring (the error names ``named``, by default
+    ``path``'s file name); return the error line."""
     out = path.parent / "out"
     out.mkdir(exist_ok=True)
     result = CliRunner().invoke(cli, COMMANDS[command](path, out))
@@ -54,7 +55,7 @@ def assert_refused(path: Path, command: str, *problem: str) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     line = lines[0]
-    assert path.name in line and "Traceback" not in result.output and "internal error" not in line, line
+    assert (named or path.name) in line and "Traceback" not in result.output and "internal error" not in line, line
     for words in problem:
         assert words in line, (words, line)
     assert result.stdout == "" and list(out.iterdir()) == []
@@ -507,7 +508,7 @@ def test_hostile_npy_sidecar_is_refused(tmp_path, command, case):
     assert posenc_cli.save(posenc_cli.generate(4, 4, dtype="q15"), tmp_path / "pe.npy")[1].name == "pe.json"
     content, problem = SIDECARS[case]
     (tmp_path / "pe.json").write_bytes(content)
-    assert_refused(tmp_path / "pe.npy", command, "sidecar", problem)
+    assert_refused(tmp_path / "pe.npy", command, "sidecar", problem, named="pe.json")  # the file at fault
 
 
 # --------------------------------------------------------------------------------------------- member names
