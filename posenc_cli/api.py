@@ -35,7 +35,7 @@ from .encodings import check_params, presets, sinusoidal, sinusoidal_rows
 from .encodings import rope as rope_encoding
 from .encodings import sincos2d as sincos2d_encoding
 from .errors import FormatError, SpecError
-from .formats import FORMATS, Format, WriteOptions, by_name, check_options, infer
+from .formats import C_OPTIONS, FORMATS, Format, WriteOptions, by_name, check_options, infer
 from .formats.limits import Budget
 from .formats.options import check_name, name_from_path
 from .table import Array, Param, RowSource, Table
@@ -43,7 +43,6 @@ from .table import Array, Param, RowSource, Table
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: The keyword arguments of :func:`save` that shape C output.
-C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
 __all__ = ["Output", "alibi", "convert", "generate", "load", "plan", "rope", "save", "sincos2d", "sinusoidal"]
 

@@ -94,7 +94,7 @@ from .dtypes import DTYPES
 from .encodings import presets
 from .encodings import rope as rope_encoding
 from .errors import PosencError, SpecError
-from .formats import FORMATS, check_options
+from .formats import C_OPTIONS, FORMATS, check_options
 from .formats.limits import MAX_NESTING
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS, WriteOptions
 from .table import Param, Table
@@ -238,7 +238,7 @@ def _default(command: str, key: str) -> object:
 #: Recorded in the command line even when they equal their default (as the CLI records them).
 _ALWAYS_SHOWN = frozenset({"seq_len", "d_model", "heads", "name", "dtype", "base"})
 _FLAGS = {"half_type": "--c-half-type"}
-_C_OPTIONS = tuple(sorted(api.C_OPTIONS))
+_C_OPTIONS = tuple(sorted(C_OPTIONS))
 _TOP_LEVEL = ("defaults", "table")
 
 

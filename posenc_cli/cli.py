@@ -34,7 +34,7 @@ from ._printable import printable
 from ._version import __version__
 from .dtypes import DTYPES
 from .errors import OutputError, PosencError, PosencWarning, SpecError
-from .formats import FORMATS, WriteOptions
+from .formats import C_OPTIONS, FORMATS, WriteOptions
 from .table import RowSource, Table
 
 #: API parameter names whose click option is spelled differently (``format`` shadows a builtin).
@@ -204,7 +204,7 @@ def _output_options(f: Callable[..., Any], required: bool = True) -> Callable[..
     return f
 
 
-_C_OPTIONS = ("lang", "namespace", "align", "progmem", "float_literal", "half_type")
+_C_OPTIONS = tuple(sorted(C_OPTIONS))
 
 
 def _write(ctx: click.Context, make: Callable[[], Table]) -> None:

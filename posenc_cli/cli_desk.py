@@ -227,14 +227,14 @@ def verify(
 
 def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """A table to look at: a FILE posenc can read, or the parameters of a 1-D sinusoidal table."""
-    options = [
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("file", required=False, type=click.Path(dir_okay=False)),
         click.option("-n", "--seq-len", "seq_len", type=INT, help="Without FILE: positions of a generated table."),
         click.option("-d", "--d-model", "d_model", type=INT, help="Without FILE: its model dimension."),
         click.option("-p", "--preset", type=click.Choice(list(presets.PRESETS)), help="Without FILE: its preset."),
         click.option("--base", type=FLOAT, help="Without FILE: its base.  [default: 10000]"),
         click.option("--part", help="Which array of a table that holds several (cos, sin, bias, ...)."),
-        click.option("--max-memory", "max_memory", type=SIZE, help="The most memory reading FILE may take, e.g. 512M."),
+        _max_memory,
     ]
     for option in reversed(options):
         f = option(f)

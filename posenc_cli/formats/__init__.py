@@ -14,6 +14,7 @@ and suffix inference live once, in :mod:`posenc_cli.api` and :mod:`posenc_cli._a
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from ..table import Table
 from .limits import Budget
 from .options import WriteOptions
 
-__all__ = ["FORMATS", "OPTION_DEFAULTS", "Format", "WriteOptions", "by_name", "check_options", "infer"]
+__all__ = ["C_OPTIONS", "FORMATS", "OPTION_DEFAULTS", "Format", "WriteOptions", "by_name", "check_options", "infer"]
 
 Dump = Callable[[Table, BinaryIO, WriteOptions], None]
 
@@ -83,7 +84,7 @@ class Format:
 
 
 #: What C source takes: the language, its namespace, alignment, AVR flash, the literal style and the half type.
-_C_SOURCE = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
+C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
 
 FORMATS: dict[str, Format] = {
     "npy": Format(
@@ -131,7 +132,7 @@ FORMATS: dict[str, Format] = {
         _lazy("c", "dump_header_only"),
         _lazy("c_read", "load"),
         text=True,
-        options=_C_SOURCE,
+        options=C_OPTIONS,
     ),
     "c": Format(
         "c",
@@ -141,7 +142,7 @@ FORMATS: dict[str, Format] = {
         _lazy("c_read", "load"),
         companion=Companion(".h", _lazy("c", "dump_declarations"), load=_lazy("c_read", "load_declarations")),
         text=True,
-        options=_C_SOURCE,
+        options=C_OPTIONS,
     ),
     "bin": Format(
         "bin",
@@ -150,21 +151,13 @@ FORMATS: dict[str, Format] = {
         _lazy("c", "dump_raw"),
         _lazy("c_read", "load_raw"),
         companion=Companion(".h", _lazy("c", "dump_incbin_header"), load=_lazy("c_read", "load_incbin_header")),
-        options=_C_SOURCE,
+        options=C_OPTIONS,
     ),
 }
 
 
-#: Each write option's value when it is not given: an option left at it is never refused.
-OPTION_DEFAULTS: dict[str, object] = {
-    "header": True,
-    "lang": "c",
-    "namespace": None,
-    "align": None,
-    "progmem": False,
-    "float_literal": "decimal",
-    "half_type": None,
-}
+#: Each write option's value when it is not given (the dataclass's defaults): an option left at it is never refused.
+OPTION_DEFAULTS: dict[str, object] = {f.name: f.default for f in dataclasses.fields(WriteOptions)}
 
 
 def check_options(fmt: Format, given: dict[str, object]) -> None:
