@@ -235,7 +235,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
         for n, ((fp, _), target) in enumerate(zip(temps, targets, strict=True)):
             try:
                 fp.flush()
-                if not _same_content(fp, target):
+                if not same_content(fp, target):
                     fp.sync()  # outside the lock: the slow part
                     synced.add(n)
             except OSError as exc:
@@ -246,7 +246,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
             changed = []
             for n, ((fp, tmp), target) in enumerate(zip(temps, targets, strict=True)):
                 try:
-                    if _same_content(fp, target):  # again, under the lock: another writer may have renamed since
+                    if same_content(fp, target):  # again, under the lock: another writer may have renamed since
                         continue
                     if n not in synced:
                         fp.sync()
@@ -374,7 +374,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _same_content(fp: BinaryIO, target: Path) -> bool:
+def same_content(fp: BinaryIO, target: Path) -> bool:
     """Whether the regular file ``target`` already holds exactly what was written to ``fp``."""
     try:
         if not target.is_file() or target.stat().st_size != os.fstat(fp.fileno()).st_size:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from posenc_cli.errors import SpecError
 
@@ -222,9 +223,39 @@ def _is_bfloat16_midpoint(mag: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------- exact (Fraction)
-def _nearest(q: Fraction, dtype: np.dtype) -> np.floating:
-    from posenc_cli.encodings._exact import nearest_bits
+def bits_dtype(dtype: np.dtype) -> np.dtype:
+    """The unsigned integer type of ``dtype``'s width: its bit patterns."""
+    return np.dtype(f"u{dtype.itemsize}")
 
+
+def _step(bits: int, up: bool, itemsize: int) -> int:
+    """The bit pattern of the next representable value above (``up``) or below, for sign-magnitude binary floats."""
+    sign = 1 << (8 * itemsize - 1)
+    negative, magnitude = bool(bits & sign), bits & (sign - 1)
+    if magnitude == 0:  # +-0: the neighbours are the smallest subnormals
+        return 1 if up else sign | 1
+    return bits + (-1 if up == negative else 1)
+
+
+def nearest_bits(q: Fraction, dtype: npt.DTypeLike) -> int:
+    """Bit pattern of ``q`` correctly rounded to ``dtype`` (round-half-even, zero takes the sign of ``q``)."""
+    dt = np.dtype(dtype)
+    start = np.array(float(q)).astype(dt).view(bits_dtype(dt)).item()  # within a few ulps of q
+    best_bits, best_dist = -1, None
+    for bits in (start, _step(start, True, dt.itemsize), _step(start, False, dt.itemsize)):
+        value = float(np.array(bits, bits_dtype(dt)).view(dt).item())
+        if not math.isfinite(value):
+            continue
+        dist = abs(Fraction(value) - q)
+        if best_dist is None or dist < best_dist or (dist == best_dist and bits % 2 == 0):
+            best_bits, best_dist = bits, dist
+    value = float(np.array(best_bits, bits_dtype(dt)).view(dt).item())
+    if value == 0.0 and q != 0:  # -0 and +0 are equally near a tiny q: keep q's sign
+        best_bits = np.array(math.copysign(0.0, q), np.float64).astype(dt).view(bits_dtype(dt)).item()
+    return best_bits
+
+
+def _nearest(q: Fraction, dtype: np.dtype) -> np.floating:
     bits_type = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
     nearest: np.floating = np.array(nearest_bits(q, dtype), bits_type).view(dtype)[()]  # type: ignore[assignment]
     return nearest

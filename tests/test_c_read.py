@@ -71,7 +71,8 @@ def variants(key: str) -> list[tuple[str, dict[str, object]]]:
             out.append((".h", {"float_literal": literal, "lang": "c++", "namespace": "ns"}))
         out.append((".bin", {"float_literal": "bits"}))
     if dtype == "float16":
-        out += [(".h", {"half_type": "_Float16"}), (".c", {"half_type": "__fp16"}), (".h", {"half_type": "__fp16"})]
+        out += [(".h", {"c_half_type": "_Float16"}), (".c", {"c_half_type": "__fp16"})]
+        out += [(".h", {"c_half_type": "__fp16"})]
     return out
 
 

@@ -493,7 +493,7 @@ def test_text_estimate_bounds_the_widest_values_in_every_text_format_and_style(t
     table = Table("array", {"pe": values}, params)
     styles = [{}, {"float_literal": "hex"}, {"float_literal": "bits"}, {"lang": "c++"}, {"progmem": True}]
     if dtype == "float16":
-        styles.append({"half_type": "_Float16"})
+        styles.append({"c_half_type": "_Float16"})
     for fmt in (f for f in FORMATS.values() if f.text):
         for style in styles if fmt.name != "csv" else [{}]:
             try:

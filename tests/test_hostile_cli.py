@@ -3,7 +3,7 @@ a manifest may write, and the odd inputs and streams a hostile caller or file ca
 
 Each test performs the attack for real (a FIFO, /dev/null as root, a log behind /dev/stdout, two writers racing on
 one .c/.h pair, a manifest that climbs out of its folder, escape sequences in a file's names, a closed stdout,
-Ctrl-C during start-up) and checks the rule the README's "Guarantees" states. The readers' own attacks are in
+Ctrl-C during start-up) and checks the rule docs/guarantees.md states. The readers' own attacks are in
 test_hostile_files.py, test_hostile_hdf5.py and test_hostile_c.py.
 """
 

@@ -273,7 +273,7 @@ def sinusoid_kwargs(draw: st.DrawFn) -> dict[str, object]:
         )
     )
     seq_len = draw(st.integers(1, 12))
-    padding = draw(st.one_of(st.none(), st.just("none"), st.integers(0, seq_len + 1)))
+    padding = draw(st.one_of(st.none(), st.just("none"), st.integers(0, seq_len - 1)))  # past the end: refused
     for key, value in (("start", start), ("step", step), ("amplitude", amplitude)):
         if value is not None:
             kw[key] = value

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from posenc_cli.errors import FormatError
-from posenc_cli.formats import _text
+from posenc_cli.formats import _text, _text_digits, _text_records
 from posenc_cli.formats._text import join_rows, shortest
 
 
@@ -195,13 +195,13 @@ def test_subnormals():
 
 def test_slow_path_is_rare_in_positional_tables(monkeypatch):
     calls = []
-    original = _text._dragon4_digits
+    original = _text_digits._dragon4_digits
 
     def counting(value):
         calls.append(value)
         return original(value)
 
-    monkeypatch.setattr(_text, "_dragon4_digits", counting)
+    monkeypatch.setattr(_text_digits, "_dragon4_digits", counting)
     table = np.sin(np.arange(512)[:, None] * 10000.0 ** (-np.arange(512) / 512)).astype(np.float32)
     assert_same32(table)
     assert len(calls) == 0
@@ -244,7 +244,7 @@ def test_print_options_do_not_matter():
 def test_numpy_before_2_3_keeps_values_below_1e16_positional(monkeypatch):
     """NumPy < 2.3 wrote float32 values up to 1e16 positionally (``1000000.0``); the module follows the installed
     NumPy. Emulated here by moving the switch, with NumPy's positional formatter as the reference."""
-    monkeypatch.setattr(_text, "_POSITIONAL_MAX32", np.float32(1e16))
+    monkeypatch.setattr(_text_records, "_POSITIONAL_MAX32", np.float32(1e16))
     values = np.concatenate([random_bits32(20_000, seed=6), np.geomspace(1e5, 1e17, 3001, dtype=np.float32)])
     values = values.reshape(1, -1)
     expected = []

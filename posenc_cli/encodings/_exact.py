@@ -37,6 +37,8 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from posenc_cli.dtypes import bits_dtype, nearest_bits
+
 T = TypeVar("T")
 
 _MAX_DIGITS = 2000  # Ziv's loop never gets near this; reaching it would mean a bug, so it raises
@@ -189,37 +191,6 @@ def enclosure(
 
 
 # ------------------------------------------------------------------------------------------ rounding to any dtype
-def _bits_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(f"u{dtype.itemsize}")
-
-
-def _step(bits: int, up: bool, itemsize: int) -> int:
-    """The bit pattern of the next representable value above (``up``) or below, for sign-magnitude binary floats."""
-    sign = 1 << (8 * itemsize - 1)
-    negative, magnitude = bool(bits & sign), bits & (sign - 1)
-    if magnitude == 0:  # +-0: the neighbours are the smallest subnormals
-        return 1 if up else sign | 1
-    return bits + (-1 if up == negative else 1)
-
-
-def nearest_bits(q: Fraction, dtype: npt.DTypeLike) -> int:
-    """Bit pattern of ``q`` correctly rounded to ``dtype`` (round-half-even, zero takes the sign of ``q``)."""
-    dt = np.dtype(dtype)
-    start = np.array(float(q)).astype(dt).view(_bits_dtype(dt)).item()  # within a few ulps of q
-    best_bits, best_dist = -1, None
-    for bits in (start, _step(start, True, dt.itemsize), _step(start, False, dt.itemsize)):
-        value = float(np.array(bits, _bits_dtype(dt)).view(dt).item())
-        if not math.isfinite(value):
-            continue
-        dist = abs(Fraction(value) - q)
-        if best_dist is None or dist < best_dist or (dist == best_dist and bits % 2 == 0):
-            best_bits, best_dist = bits, dist
-    value = float(np.array(best_bits, _bits_dtype(dt)).view(dt).item())
-    if value == 0.0 and q != 0:  # -0 and +0 are equally near a tiny q: keep q's sign
-        best_bits = np.array(math.copysign(0.0, q), np.float64).astype(dt).view(_bits_dtype(dt)).item()
-    return best_bits
-
-
 def decided(row: int, k: int, want_cos: bool, spec: Sinusoid, decide: Callable[[Fraction], T], digits: int = 40) -> T:
     """``decide(v)`` for the exact ``v = scale * sin/cos(position(row) * f_k)`` (see :class:`Sinusoid`) and a
     monotone ``decide`` (a rounding, a quantisation), by Ziv's loop: the working precision doubles until both ends of
@@ -253,7 +224,7 @@ def sinusoid_entries(
     digits = 12 + 3 * dt.itemsize * 2  # about twice the dtype's decimal digits: one round usually suffices
     for i, (r, k, c) in enumerate(zip(*(np.asarray(a).tolist() for a in (rows, ks, coss)), strict=True)):
         bits = decided(r, k, bool(c), spec, _bits_decider(dt), digits)
-        out[i] = np.array(bits, _bits_dtype(dt)).view(dt)[()]
+        out[i] = np.array(bits, bits_dtype(dt)).view(dt)[()]
     return out
 
 
@@ -315,7 +286,7 @@ def round_checked(approx: npt.ArrayLike, err: npt.ArrayLike, dtype: npt.DTypeLik
         undecided = hi.view(np.uint32) != np.asarray(y - e).astype(np.float32).view(np.uint32)
         return hi, undecided
     # other targets (bfloat16 converts through float32, rounding twice): test against exact float64 midpoints
-    ubits = _bits_dtype(dt)
+    ubits = bits_dtype(dt)
     c = y.astype(dt)
     bits = c.view(ubits).astype(np.int64)
     sign = 1 << (8 * dt.itemsize - 1)

@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from posenc_cli.dtypes import ElementType
-from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, check_sinusoid, count, show, sinusoid_rows
+from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, prepare_rows, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
 __all__ = ["LAYOUTS", "ODD", "PRESETS", "Preset", "SinusoidSpec", "preset_rows", "resolve"]
@@ -290,13 +291,27 @@ def check_rows(
 ) -> None:
     """Check that rows ``0 .. stop_row - 1`` of ``spec``'s table are in the engine's domain (positions below
     ``2**32``, amplitude within the output type), without computing any: :class:`SpecError` otherwise."""
+    rows_of(spec, stop_row, dtype, quant_scale=quant_scale, zero_point=zero_point)
+
+
+def rows_of(
+    spec: SinusoidSpec,
+    stop_row: int,
+    dtype: str = "float32",
+    *,
+    quant_scale: float | None = None,
+    zero_point: int | None = None,
+) -> Callable[[int, int], np.ndarray]:
+    """``rows(lo, hi)``: blocks of rows ``0 .. stop_row - 1`` of ``spec``'s table, each bit-identical to
+    :func:`preset_rows` of the same rows, with every parameter checked once, here (:class:`SpecError` naming the
+    table's own parameter: ``seq_len``, ``step``, ``amplitude``, ``min_timescale``), and never again per block."""
     denom, base, mult = _frequencies(spec)
     cols = columns(spec)
     ks = [c[0] for c in cols if c is not None]
     mults = None if mult is None or not ks else [mult] * (max(ks) + 1)
     try:
-        check_sinusoid(
-            0, stop_row, cols, denom=denom, base=base, start=spec.start, step=spec.step, scale=spec.amplitude,
+        compute = prepare_rows(
+            stop_row, cols, denom=denom, base=base, start=spec.start, step=spec.step, scale=spec.amplitude,
             dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=mults,
         )  # fmt: skip
     except SpecError as exc:
@@ -305,6 +320,16 @@ def check_rows(
             message = str(exc).replace("scale", "amplitude", 1) if exc.param == "scale" else str(exc)
             raise SpecError(message, param=renamed[exc.param]) from None
         raise
+    pad = spec.padding_idx
+    zero = ElementType.of(dtype, scale=quant_scale, zero_point=zero_point).from_exact(Fraction(0))
+
+    def rows(lo: int, hi: int) -> np.ndarray:
+        out = compute(lo, hi)
+        if pad is not None and lo <= pad < hi:
+            out[pad - lo] = zero
+        return out
+
+    return rows
 
 
 def preset_rows(

@@ -55,7 +55,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -64,7 +64,7 @@ import numpy as np
 
 from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._exact import pi_decimal
-from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, show, sinusoid_rows
+from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, prepare_rows, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
 __all__ = ["LAYOUTS", "SCALINGS", "RopeSpec", "cache_rows", "inv_freq", "resolve"]
@@ -397,6 +397,22 @@ def cache_rows(
     return sinusoid_rows(
         first_row, stop_row, _columns(spec, part), denom=Fraction(spec.head_dim, 2), base=spec.base,
         scale=spec.amplitude, dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=spec.mults,
+    )  # fmt: skip
+
+
+def cache_rows_of(
+    spec: RopeSpec,
+    part: str,
+    dtype: str = "float32",
+    *,
+    quant_scale: float | None = None,
+    zero_point: int | None = None,
+) -> Callable[[int, int], np.ndarray]:
+    """``rows(lo, hi)``: blocks of the ``cos`` or ``sin`` cache, each bit-identical to :func:`cache_rows` of the same
+    rows, with the parameters checked once, here, and never again per block."""
+    return prepare_rows(
+        spec.seq_len, _columns(spec, part), denom=Fraction(spec.head_dim, 2), base=spec.base, scale=spec.amplitude,
+        dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=spec.mults,
     )  # fmt: skip
 
 

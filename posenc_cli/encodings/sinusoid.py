@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -296,3 +296,34 @@ def sinusoid_rows(
         mults=mults,
     )
     return typed_rows(first, stop, cols, spec, element)
+
+
+def prepare_rows(
+    stop_row: int,
+    columns: ColumnSpec,
+    *,
+    denom: numbers.Rational | float,
+    base: float = 10000.0,
+    start: float = 0.0,
+    step: float = 1.0,
+    scale: float = 1.0,
+    dtype: npt.DTypeLike = "float32",
+    quant_scale: float | None = None,
+    zero_point: int | None = None,
+    mults: Sequence[numbers.Rational | float] | None = None,
+) -> Callable[[int, int], np.ndarray]:
+    """Check :func:`sinusoid_rows`'s parameters once, for rows ``0 .. stop_row - 1``, and return ``rows(lo, hi)``
+    that computes any block ``0 <= lo <= hi <= stop_row`` of them without checking again: bit-identical to
+    ``sinusoid_rows(lo, hi, ...)``. A writer asks for thousands of blocks; the parameters are the same for each.
+    A block outside ``0 .. stop_row`` is a caller's bug and raises ``ValueError``."""
+    _, stop, cols, spec, element = check_sinusoid(
+        0, stop_row, columns, denom=denom, base=base, start=start, step=step, scale=scale, dtype=dtype,
+        quant_scale=quant_scale, zero_point=zero_point, mults=mults,
+    )  # fmt: skip
+
+    def rows(lo: int, hi: int) -> np.ndarray:
+        if not 0 <= lo <= hi <= stop:
+            raise ValueError(f"rows {lo}..{hi} are outside the prepared 0..{stop}")
+        return typed_rows(lo, hi, cols, spec, element)
+
+    return rows

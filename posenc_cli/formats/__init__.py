@@ -84,7 +84,7 @@ class Format:
 
 
 #: What C source takes: the language, its namespace, alignment, AVR flash, the literal style and the half type.
-C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "half_type"})
+C_OPTIONS = frozenset({"lang", "namespace", "align", "progmem", "float_literal", "c_half_type"})
 
 FORMATS: dict[str, Format] = {
     "npy": Format(

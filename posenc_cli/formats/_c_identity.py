@@ -126,7 +126,7 @@ def table_id(table: Table, names: CNames, element: str, options: WriteOptions, v
             "align": options.align,
             "progmem": options.progmem,
             "float_literal": options.float_literal,
-            "half_type": options.half_type,
+            "half_type": options.c_half_type,  # the digest's key keeps its first name: its bytes never change
         },
         "values": digest,
     }

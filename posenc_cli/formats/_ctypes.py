@@ -53,8 +53,8 @@ class CElement:
 def c_element(table: Table, options: WriteOptions) -> CElement:
     """How ``table`` is written in C under ``options`` (float literal style, half type)."""
     name = element_name(table)
-    if options.half_type is not None and name != "float16":
-        raise SpecError(f"half_type applies to float16 tables, not {name}", param="half_type")
+    if options.c_half_type is not None and name != "float16":
+        raise SpecError(f"native half literals are for float16 tables, not {name}", param="c_half_type")
     if options.float_literal != "decimal" and name not in ("float32", "float64"):
         raise SpecError(f"float_literal applies to float32 and float64 tables, not {name}", param="float_literal")
     if name in ("float32", "float64"):
@@ -79,11 +79,11 @@ def c_element(table: Table, options: WriteOptions) -> CElement:
             _bits(width, comment=False),
         )
     if name == "float16":
-        if options.half_type:
+        if options.c_half_type:
             return CElement(
-                options.half_type,
+                options.c_half_type,
                 (),
-                f"GCC or Clang with {options.half_type} on this target",
+                f"GCC or Clang with {options.c_half_type} on this target",
                 "",
                 per_value(lambda v: float32_text(np.float32(v)) + "f"),
                 prefix="__extension__ ",

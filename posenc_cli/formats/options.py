@@ -44,7 +44,7 @@ class WriteOptions:
         C: AVR flash (``PROGMEM``); the table is read with ``pgm_read_*``.
     float_literal : {"decimal", "hex", "bits"}
         C float tables: shortest decimal (C89), hexadecimal floats (C99, C++17), or integer bit patterns.
-    half_type : str or None
+    c_half_type : str or None
         C float16 tables: ``_Float16`` or ``__fp16`` for native literals; by default ``uint16_t`` bit patterns.
     group : str or None
         HDF5, tables of several arrays: put the datasets in this group instead of the file's root.
@@ -59,7 +59,7 @@ class WriteOptions:
     align: int | None = None
     progmem: bool = False
     float_literal: str = "decimal"
-    half_type: str | None = None
+    c_half_type: str | None = None
     group: str | None = None
 
     def __post_init__(self) -> None:
@@ -83,9 +83,9 @@ class WriteOptions:
                 f"float_literal must be one of {', '.join(FLOAT_LITERALS)}, got {self.float_literal!r}",
                 param="float_literal",
             )
-        if self.half_type is not None and self.half_type not in HALF_TYPES:
+        if self.c_half_type is not None and self.c_half_type not in HALF_TYPES:
             raise SpecError(
-                f"half_type must be one of {', '.join(HALF_TYPES)}, got {self.half_type!r}", param="half_type"
+                f"c_half_type must be one of {', '.join(HALF_TYPES)}, got {self.c_half_type!r}", param="c_half_type"
             )
         if self.progmem and self.lang != "c":
             raise SpecError("progmem is for AVR C (avr-libc); it needs lang c", param="progmem")

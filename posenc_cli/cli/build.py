@@ -1,9 +1,7 @@
 """``posenc build``: the click command over :mod:`posenc_cli.build` (every table of a manifest, and a depfile).
 
-Registered on the ``posenc`` group at the end of :mod:`posenc_cli.cli`, whose error mapping and reporting it shares:
-errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; ``--check`` exits 1 when an output
-would change. cli's helpers are imported when the command runs, so this module imports cleanly whichever of the two
-is imported first.
+Errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; ``--check`` exits 1 when an output
+would change.
 """
 
 from __future__ import annotations
@@ -11,15 +9,17 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from . import _atomic
-from . import build as building
-from .errors import PosencWarning, SpecError
+from .. import _atomic
+from .. import build as building
+from ..errors import SpecError
+from ._run import mapped_errors, notes, say
+
+__all__ = ["build_command"]
 
 
 @click.command("build", short_help="Write every table of a manifest (posenc.toml).")
@@ -62,7 +62,7 @@ def build_command(
 ) -> None:
     """Write every table of MANIFEST (default: posenc.toml), each exactly as its posenc command would.
 
-    A [[table]] entry names the command (generate, rope, alibi, sincos2d), the output (relative to the
+    A [[table]] entry names the command (a table command: generate, rope, ...), the output (relative to the
     manifest's directory) and that command's options with underscores (seq_len = 2048, float_literal = "hex");
     [defaults] holds keys for every entry. The whole manifest is checked before anything is written; unchanged
     outputs are left untouched, so make, Ninja and CMake rebuild nothing downstream.
@@ -88,10 +88,7 @@ def build_command(
       posenc build tables.toml --check               # CI: exit 1 if a table is out of date
       posenc build posenc.toml --depfile tables.d    # add_custom_command(... DEPFILE tables.d)
     """
-    from .cli import _mapped_errors, _say  # here, not at import: cli imports this module as its last step
-
-    with _mapped_errors(ctx), _manifest_errors(ctx), warnings.catch_warnings(record=True) as notes:
-        warnings.simplefilter("always", PosencWarning)
+    with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet):
         plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside)
         if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
             if not depfile.strip():
@@ -102,10 +99,6 @@ def build_command(
         report = building.build(plan, check=check, only=list(only) if only else None)
         if depfile is not None and not check:
             building.write_depfile(depfile, report, manifest)
-    if not quiet:
-        for note in notes:
-            if issubclass(note.category, PosencWarning):  # posenc's notes only, not a library's deprecations
-                click.echo(f"Note: {note.message}", err=True)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     if check:
@@ -121,7 +114,7 @@ def build_command(
             dtype = table.params.get("dtype", "")
             for file in table.files:
                 what = "wrote" if file.status == "written" else "unchanged:"
-                _say(f"{what} {file.path} ({table.entry.plan.format.name}, {shapes} {dtype}, {file.bytes:,} bytes)")
+                say(f"{what} {file.path} ({table.entry.plan.format.name}, {shapes} {dtype}, {file.bytes:,} bytes)")
 
 
 @contextlib.contextmanager

@@ -1,0 +1,145 @@
+"""How a ``posenc`` command ends: errors become one line and an exit code, here and nowhere else.
+
+- 0: success (silent unless ``-v``);
+- 2: bad usage, an invalid parameter (click's usage errors and :class:`~posenc_cli.errors.SpecError`);
+- 1: any other failure (:class:`~posenc_cli.errors.PosencError`, an OS error, not enough memory or disk, an
+  internal error);
+- 130: interrupted (SIGINT); 143: terminated (SIGTERM); 129: hung up (SIGHUP). The output keeps what it held.
+
+Every error is one line on stderr, ``Error: <what was wrong and what is allowed>``, never a traceback (set
+``POSENC_DEBUG=1`` to see one). stdout is left to machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
+
+import click
+
+from .._printable import printable
+from ..errors import OutputError, PosencError, PosencWarning, SpecError
+
+__all__ = ["ClosedStream", "PosencGroup", "fail", "mapped_errors", "notes", "say"]
+
+#: Names some checks raise a SpecError under, and the option that the user typed for it.
+_PARAM_ALIASES = {"no_padding": "padding_idx", "half_type": "c_half_type"}
+
+
+class PosencGroup(click.Group):
+    """A click group whose errors are one line and whose exit codes follow the module's table."""
+
+    def main(  # type: ignore[override]  # always standalone: errors become exit codes here
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
+        extra.pop("standalone_mode", None)
+        from .._signals import Terminated, terminating_cleanly  # SIGTERM, SIGHUP unwind like Ctrl-C
+
+        if sys.stdout is None:  # started with stdout closed (>&-): writing to it must fail, not vanish
+            sys.stdout = ClosedStream()
+
+        try:
+            with terminating_cleanly():
+                return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.NoSuchOption as exc:
+            fail(exc.format_message().rstrip(".") + _nearest(exc), exc.exit_code)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            fail("interrupted", 130)
+        except Terminated as exc:  # 128 + signum: 143 for SIGTERM, 129 for SIGHUP; temporary files are gone
+            fail(str(exc), exc.exit_code)
+        except PosencError as exc:  # raised outside a command's error mapping
+            fail(str(exc), 2 if isinstance(exc, SpecError) else 1)
+        except BrokenPipeError:  # the reader went away (| head): what it wanted it has; the rest is not wanted
+            with contextlib.suppress(OSError):
+                sys.stdout = None  # no flush at exit into the broken pipe
+            sys.exit(1)
+        except OSError as exc:  # one the library did not map: still one line, naming the file
+            fail(f"{exc.filename!r}: {exc.strerror}" if exc.filename and exc.strerror else str(exc), 1)
+        except MemoryError:
+            fail("out of memory: the table does not fit; use a smaller --seq-len or --d-model", 1)
+        except Exception as exc:  # a bug: still one line, with the way to see the traceback
+            if os.environ.get("POSENC_DEBUG"):
+                raise
+            fail(f"internal error ({type(exc).__name__}: {exc}); rerun with POSENC_DEBUG=1 for details", 1)
+
+
+def _nearest(exc: click.NoSuchOption) -> str:
+    """For an option typed as another command spells it (``posenc rope -d``): the option meant here."""
+    command = exc.ctx.command if exc.ctx is not None else None
+    for param in getattr(command, "params", ()):
+        if exc.option_name in getattr(param, "near", ()):
+            flag = next(o for o in param.opts if o.startswith("--"))
+            name = command.name if command is not None else "this command"
+            return f"; posenc {name} takes {flag} ({param.help.rstrip('.').lower()})"
+    return ""
+
+
+class ClosedStream:
+    """What ``sys.stdout`` is when posenc was started with it closed: every write fails as it would on the closed
+    descriptor (``EBADF``), so a command whose output is lost exits 1 with "stdout is closed"."""
+
+    def write(self, data: object) -> int:
+        raise OutputError("stdout is closed: nothing can be written to it (write to a file with -o FILE)")
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def buffer(self) -> ClosedStream:
+        return self
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OutputError("stdout is closed")
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print ``Error: message`` as one line on stderr and exit with ``code``."""
+    # One line, and nothing a file put in the message (a name, a key) can drive the terminal.
+    with contextlib.suppress(OSError, ValueError):  # a closed stderr: the exit code still tells
+        click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
+    sys.exit(code)
+
+
+@contextlib.contextmanager
+def mapped_errors(ctx: click.Context) -> Iterator[None]:
+    """Turn library errors into click errors that name the command-line option."""
+    try:
+        yield
+    except SpecError as exc:
+        wanted = _PARAM_ALIASES.get(exc.param or "", exc.param)
+        option = next((p for p in ctx.command.params if p.name == wanted), None)
+        raise click.BadParameter(str(exc), ctx=ctx, param=option) from None
+    except PosencError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@contextlib.contextmanager
+def notes(quiet: bool) -> Iterator[None]:
+    """posenc's notes (:class:`~posenc_cli.errors.PosencWarning`) raised inside, printed after it as ``Note: ...``
+    lines on stderr unless ``quiet``; a library's own warnings (deprecations) are not posenc's to print."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PosencWarning)
+        yield
+    if not quiet:
+        for note in caught:
+            if issubclass(note.category, PosencWarning):
+                click.echo(f"Note: {note.message}", err=True)
+
+
+def say(message: str) -> None:
+    """A line for a person, on stderr (``-v``)."""
+    from rich.console import Console  # only when there is something to say
+
+    # soft_wrap: a path is never broken across lines; markup=False: a path with [brackets] is printed as it is.
+    Console(stderr=True, highlight=False, soft_wrap=True).print(printable(message), markup=False)

@@ -1,0 +1,101 @@
+"""click options built from the registry (:mod:`posenc_cli.kinds`, :mod:`posenc_cli.params`): the one place a
+:class:`~posenc_cli.params.Param` becomes an option, so that the flag, the type, the default and the help of every
+command come from its record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from .._cli_types import FLOAT, INT, SIZE
+from ..kinds import OUTPUT, RUN
+from ..params import INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong
+
+__all__ = ["ParamOption", "click_type", "max_memory", "option", "options", "write_options"]
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+class _Typed(click.ParamType):  # type: ignore[type-arg]
+    """A registry value type read from what was typed (:meth:`~posenc_cli.params.ValueType.from_text`)."""
+
+    def __init__(self, kind: ValueType) -> None:
+        self.kind = kind
+        self.name = kind.metavar
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value  # a default, already typed
+        try:
+            return self.kind.from_text(value)
+        except Wrong:
+            self.fail(f"expected {self.kind.typed or self.kind.expected}, got {value!r}", param, ctx)
+
+
+def click_type(kind: ValueType) -> Any:
+    """The click type of a registry value type (ASCII numbers: :mod:`posenc_cli._cli_types`)."""
+    if kind is INTEGER:
+        return INT
+    if kind is NUMBER:
+        return FLOAT
+    if kind is TEXT:
+        return click.STRING
+    if isinstance(kind, Choice):
+        return click.Choice(kind.choices)
+    return _Typed(kind)
+
+
+class ParamOption(click.Option):
+    """A click option made from a :class:`~posenc_cli.params.Param`, which it keeps (``record``)."""
+
+    def __init__(self, *args: Any, record: Param, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.record = record
+        self.near = record.near
+
+
+def option(param: Param, **overrides: Any) -> Decorator:
+    """The click option of ``param``: ``-s, --long NAME`` (``--x/--no-x`` for a pair), its type, default, help."""
+    flags = [param.short] if param.short else []
+    flags.append(f"{param.flag}/{param.negative}" if param.pair else param.flag)
+    settings: dict[str, Any] = {"help": param.help, "cls": ParamOption, "record": param}
+    if param.is_flag:
+        settings.update(is_flag=True, default=False)
+    elif param.pair:
+        settings.update(default=param.default)
+    else:
+        settings.update(type=click_type(param.type), required=param.required)
+        if param.default is not None:  # click 8.3+: an explicit None default would count as given
+            settings["default"] = param.default
+    settings.update(overrides)
+    return click.option(*flags, param.name, **settings)
+
+
+def options(params: Sequence[Param], **overrides: dict[str, Any]) -> Decorator:
+    """Every option of ``params``, in their order; ``overrides`` maps a param's name to click settings."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for param in reversed(params):
+            f = option(param, **overrides.get(param.name, {}))(f)
+        return f
+
+    return decorate
+
+
+def write_options(*, required: bool = True) -> Decorator:
+    """Where and how to write (:data:`~posenc_cli.kinds.OUTPUT`) and the switches (:data:`~posenc_cli.kinds.RUN`),
+    ``-o`` first: the same options, in the same order, on every command that writes a table."""
+    output, *switches = RUN
+    return options((output, *OUTPUT, *switches), output={"required": required})
+
+
+def max_memory(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--max-memory: how much a hostile or huge input may make posenc allocate (formats/limits.py)."""
+    return click.option(
+        "--max-memory",
+        "max_memory",
+        type=SIZE,
+        help="The most memory reading FILE may take, e.g. 512M or 8G.  [default: half the available memory]",
+    )(f)

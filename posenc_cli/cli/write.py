@@ -1,0 +1,190 @@
+"""The write path every table command shares: check the output, build the table, write it (or check it), report.
+
+Commands call :func:`write` with a function that makes the table and the command line to record; the options it
+reads are :data:`posenc_cli.kinds.OUTPUT` and :data:`posenc_cli.kinds.RUN`, by their registry names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from .. import api
+from ..errors import SpecError
+from ..formats import C_OPTIONS, FORMATS, WriteOptions
+from ..table import RowSource, Table
+from ._run import notes, say
+
+__all__ = ["write"]
+
+_C_OPTIONS = tuple(sorted(C_OPTIONS))
+
+
+def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str], str], *, lazy: bool) -> None:
+    """Check the output options, build the table, write it (or check it), report.
+
+    ``command(name)`` is the command line to record, given the table's resolved name. A ``lazy`` maker computes
+    nothing until rows are written, so it runs first: a bad parameter is refused before the output is looked at;
+    any other runs after the output is checked, so that a missing directory costs no work.
+    """
+    p = ctx.params
+    c_options: dict[str, object] = {key: p[key] for key in _C_OPTIONS}
+    WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
+    to_stdout = p["output"] == "-"
+    if to_stdout:
+        if p["format"] is None:
+            raise SpecError(f"-o - writes to stdout and needs --format ({', '.join(FORMATS)})", param="format")
+        if p["check"] or p["json"]:
+            flag = "--check" if p["check"] else "--json"
+            raise SpecError(
+                f"{flag} reports on stdout, which -o - takes for the table: write to a file", param="output"
+            )
+    table = make() if lazy else None
+    out = api.plan(p["output"], format=p["format"], name=p["name"], check_paths=not to_stdout)
+    if table is None:
+        table = make()
+    if p["part"] is not None:
+        try:
+            table = table.part(p["part"])
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), param="part") from None
+    digests: dict[str, str] = {}
+    with _progress(table, out.format.text, p["quiet"] or to_stdout) as shown, notes(p["quiet"]):
+        if p["json"]:
+            shown = _hashing(shown, digests)
+        written = api.save(
+            shown,
+            p["output"],
+            format=p["format"],
+            name=p["name"] and out.name,
+            header=p["header"],
+            command=command(out.name),
+            check=p["check"],
+            stdout=sys.stdout.buffer if to_stdout else None,
+            **c_options,  # type: ignore[arg-type]  # checked by WriteOptions above
+        )
+    if p["check"]:
+        _report_check(written, p["json"], p["quiet"])
+        return
+    if p["json"]:
+        _report_json(table, out.format.name, written, digests)
+    if p["verbose"]:
+        shapes = ", ".join(" x ".join(map(str, a.shape)) for a in table.arrays.values())
+        for path in written:
+            dtype = table.params.get("dtype", next(iter(table.arrays.values())).dtype)
+            say(f"wrote {path} ({out.format.name}, {shapes} {dtype}, {path.stat().st_size:,} bytes)")
+
+
+def _report_check(changed: Sequence[Path], as_json: bool, quiet: bool) -> None:
+    """``--check``: exit 0 when every output is up to date, 1 (saying which would change) otherwise."""
+    if as_json:
+        import json
+
+        doc = {"up_to_date": not changed, "would_change": [str(p) for p in changed]}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    if changed and not quiet:
+        for path in changed:
+            click.echo(f"would {'rewrite' if path.exists() else 'create'} {path}", err=True)
+    if changed:
+        sys.exit(1)
+
+
+def _hashing(table: Table, digests: dict[str, str]) -> Table:
+    """The table, with each array's sha256 (stored values, little-endian, row-major: the bytes of a .npy's data or
+    a .bin) taken as the writer reads its rows, so ``--json`` costs no second pass; an array read out of order or
+    more than once is hashed again at the end (:func:`_report_json`)."""
+    import hashlib
+
+    arrays: dict[str, Any] = {}
+    for key, array in table.arrays.items():
+        if not isinstance(array, RowSource):
+            arrays[key] = array
+            continue
+        state = {"next": 0, "hash": hashlib.sha256(), "ok": True}
+
+        def rows(lo: int, hi: int, src: RowSource = array, st: dict[str, Any] = state, key: str = key) -> np.ndarray:
+            block = src[lo:hi]
+            if st["ok"] and lo == st["next"]:
+                st["hash"].update(_le_bytes(block))
+                st["next"] = hi
+                if hi == src.shape[0]:
+                    digests[key] = st["hash"].hexdigest()
+            else:
+                st["ok"] = False
+                digests.pop(key, None)
+            return block
+
+        arrays[key] = RowSource(array.shape, array.dtype, rows)
+    return Table(table.kind, arrays, table.params, table.axes)
+
+
+def _le_bytes(block: np.ndarray) -> bytes:
+    return np.ascontiguousarray(block, block.dtype.newbyteorder("<")).tobytes()
+
+
+def _report_json(table: Table, format_name: str, written: Sequence[Path], digests: dict[str, str]) -> None:
+    """``--json``: what was written, on stdout, as canonical JSON."""
+    import hashlib
+    import json
+
+    from ..formats._blocks import row_blocks
+
+    arrays = {}
+    for key, array in table.arrays.items():
+        digest = digests.get(key)
+        if digest is None:
+            h = hashlib.sha256()
+            for _, block in row_blocks(array):
+                h.update(_le_bytes(np.asarray(block)))
+            digest = h.hexdigest()
+        arrays[key] = {
+            "shape": list(array.shape),
+            "dtype": str(table.params.get("dtype", array.dtype)),
+            "sha256": digest,
+        }
+    doc = {
+        "format": format_name,
+        "kind": table.kind,
+        "params": dict(table.params),
+        "outputs": [{"path": str(p), "bytes": p.stat().st_size} for p in written],
+        "arrays": arrays,
+    }
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
+
+
+#: Values per second, roughly, on a small machine: a progress bar is shown when the work should take over a second.
+_VALUES_PER_SECOND = {False: 100e6, True: 20e6}  # binary formats, text formats
+
+
+@contextlib.contextmanager
+def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
+    """The table, wrapped so that a rich progress bar on stderr follows the rows the writer asks for.
+
+    Shown only when stderr is a terminal, ``--quiet`` is not given and the work is expected to take over a second.
+    """
+    array = next(iter(table.arrays.values()))
+    if quiet or not sys.stderr.isatty() or len(table.arrays) != 1 or not isinstance(array, RowSource):
+        yield table
+        return
+    if array.size < _VALUES_PER_SECOND[text]:
+        yield table
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("writing"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn())
+    with Progress(*columns, transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("rows", total=array.shape[0])
+
+        def rows(lo: int, hi: int) -> np.ndarray:
+            block = array[lo:hi]
+            bar.update(task, completed=hi)
+            return block
+
+        yield Table(table.kind, {key: RowSource(array.shape, array.dtype, rows) for key in table.arrays}, table.params)

@@ -1,0 +1,443 @@
+"""KINDS: the one definition of every table kind, and of the options every table command shares.
+
+A :class:`Kind` holds a command's name and help, its parameters (:class:`~posenc_cli.params.Param`: name, type,
+default, required, help, flags), the function that makes its table (:mod:`posenc_cli.make`), and how its table
+records its parameters (the keys a file holds and how they read back into the function's keywords). Everything
+else is generated from it:
+
+- the click options and ``--help`` of ``posenc <command>`` (:mod:`posenc_cli.cli.tables`);
+- the manifest keys of ``[[table]]`` entries and their checks (:mod:`posenc_cli.build.manifest`);
+- the command line recorded in C provenance comments (:func:`posenc_cli.params.command_line`);
+- ``posenc verify``'s and ``inspect``'s regeneration from recorded parameters (:mod:`posenc_cli.verify`);
+- the reference ``docs/commands.md`` (:mod:`posenc_cli.cli.reference`).
+
+Adding a kind is one module in ``encodings/`` (the math), one function in :mod:`posenc_cli.make` and one entry
+here; ``tests/test_kinds.py`` walks the registry against every surface.
+
+:data:`ELEMENT` (the element type) and :data:`OUTPUT` (where and how to write) are the parameters every table
+command shares after its own; :data:`RUN` are the command line's own switches (quiet, check, ...), which a manifest
+does not take: they are options of ``posenc build`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import make
+from ._resources import WORK_BYTES_PER_VALUE
+from .dtypes import DTYPES
+from .encodings import presets
+from .encodings import rope as rope_encoding
+from .errors import SpecError
+from .formats import FORMATS
+from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
+from .params import BOOLEAN, GRID, INTEGER, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
+from .table import Table
+
+__all__ = ["CONVERT", "ELEMENT", "KINDS", "OUTPUT", "RUN", "Kind", "by_command", "by_table"]
+
+_FORMAT_HELP = "; ".join(f"{f.name}: {'/'.join(f.suffixes)}" for f in FORMATS.values())
+
+#: The element type of every table command's output (``posenc convert`` takes them with no default dtype).
+ELEMENT: tuple[Param, ...] = (
+    Param("dtype", Choice(DTYPES), "Output element type.", default="float32", always_recorded=True),
+    Param("scale", NUMBER, "int8 only: the real value of one quantisation step."),
+    Param("zero_point", INTEGER, "int8 only: the integer that stands for 0.0.  [default: 0]"),
+)
+
+#: Where and how a table is written: the same on every command that writes one, and the manifest keys of the same
+#: names. Each format declares which of them it takes (:attr:`posenc_cli.formats.Format.options`).
+OUTPUT: tuple[Param, ...] = (
+    Param("format", Choice(tuple(FORMATS)), f"Force a format ({_FORMAT_HELP}).", short="-f"),
+    Param(
+        "name",
+        TEXT,
+        "C symbol / HDF5 dataset (or group) name.  [default: output stem as a C identifier]",
+        always_recorded=True,
+    ),
+    Param("part", TEXT, "Write only this array of a table that holds several (npy and csv need it)."),
+    Param("header", BOOLEAN, "CSV: write the d0,d1,... header row.", default=True, pair=True),
+    Param("lang", Choice(LANGS), "C headers: C (also valid C++) or C++.", default="c"),
+    Param("namespace", TEXT, "C++: put the table in this namespace (constexpr, C++11)."),
+    Param("align", INTEGER, "C: align the table to N bytes (a power of two)."),
+    Param("progmem", BOOLEAN, "C: put the table in AVR flash (PROGMEM).", default=False),
+    Param(
+        "float_literal",
+        Choice(FLOAT_LITERALS),
+        "C float tables: shortest decimals (C89), hex floats (C99/C++17) or bit patterns.",
+        default="decimal",
+    ),
+    Param(
+        "c_half_type",
+        Choice(HALF_TYPES),
+        "C float16 tables: native literals of this type.  [default: uint16_t bit patterns]",
+    ),
+)
+
+#: ``posenc convert``'s own options: the array to take and the element type to re-encode it as (none: as stored).
+CONVERT: tuple[Param, ...] = (
+    Param("key", TEXT, "The array to take from a file that holds several (an .npz or .safetensors tensor)."),
+    Param("dtype", Choice(DTYPES), "Re-encode the values.  [default: as stored]", always_recorded=True),
+    *ELEMENT[1:],
+)
+
+#: The command line's own switches: not table parameters, never recorded, not manifest keys.
+RUN: tuple[Param, ...] = (
+    Param("output", TEXT, "Output file (its suffix picks the format); - for stdout.", required=True, short="-o"),
+    Param("verbose", BOOLEAN, "Say what was written (on stderr).", default=False, short="-v"),
+    Param("quiet", BOOLEAN, "No progress bar or notes, even on a terminal.", default=False, short="-q"),
+    Param(
+        "check",
+        BOOLEAN,
+        "Write nothing; exit 0 if the output is up to date, 1 if it would change.",
+        default=False,
+    ),
+    Param("json", BOOLEAN, "Print a report (paths, format, shapes, sha256) on stdout.", default=False),
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One table kind: its command, parameters, maker and record.
+
+    ``make`` is the :mod:`posenc_cli.make` function, called with the parameters' names as keywords (``lazy=True``
+    too when ``lazy``: the table's rows are made as a writer asks for them). ``recorded`` is every parameter its
+    tables record, with the type each reads back as; ``recorded_as`` names the inputs a table records under other
+    names (sincos2d's ``grid`` as ``grid_height`` and ``grid_width``); ``from_record`` turns recorded parameters
+    (typed) into ``make``'s keywords; ``work`` is the memory, in bytes, the table takes built whole (0 for lazy
+    kinds), claimed before a file's parameters are trusted to regenerate it.
+    """
+
+    command: str
+    table: str
+    short_help: str
+    doc: str
+    params: tuple[Param, ...]
+    make: Callable[..., Table]
+    lazy: bool
+    recorded: Mapping[str, ValueType]
+    from_record: Callable[[Mapping[str, Any]], dict[str, Any]]
+    work: Callable[[Mapping[str, Any]], int]
+    recorded_as: Mapping[str, tuple[str, ...]] | None = None
+
+    @property
+    def inputs(self) -> tuple[Param, ...]:
+        """The parameters that decide the table: the kind's own, then the element type."""
+        return self.params + ELEMENT
+
+    @property
+    def keys(self) -> tuple[Param, ...]:
+        """Every manifest key of this command, in the order ``posenc <command>`` declares its options."""
+        return self.inputs + OUTPUT
+
+    def required_records(self) -> tuple[str, ...]:
+        """The recorded parameters without which a table cannot be regenerated."""
+        renamed = self.recorded_as or {}
+        return tuple(name for p in self.params if p.required for name in renamed.get(p.name, (p.name,)))
+
+    def build(self, values: Mapping[str, Any]) -> Table:
+        """The table of ``values`` (parameter name to typed value; ``None`` or absent: not given)."""
+        given = {p.name: values[p.name] for p in self.inputs if values.get(p.name) is not None}
+        return self.make(**given, lazy=True) if self.lazy else self.make(**given)
+
+
+def by_command(command: str) -> Kind:
+    """The kind ``posenc <command>`` makes; ``SpecError`` naming the commands otherwise."""
+    try:
+        return KINDS[command]
+    except KeyError:
+        raise SpecError(f"unknown command {command!r}; choose one of {', '.join(KINDS)}", param="command") from None
+
+
+def by_table(table: str) -> Kind:
+    """The kind whose tables record ``kind=table`` (``sinusoidal`` is made by ``generate``)."""
+    for kind in KINDS.values():
+        if kind.table == table:
+            return kind
+    known = ", ".join(k.table for k in KINDS.values())
+    raise SpecError(f"posenc cannot regenerate a table of kind {table!r}; it regenerates {known}", param="kind")
+
+
+# ---------------------------------------------------------------------------------------------- recorded types
+_QUANTISATION: dict[str, ValueType] = {"dtype": TEXT, "scale": NUMBER, "zero_point": INTEGER, "converted_from": TEXT}
+#: The paper's values of the sinusoidal parameters a file records only when they differ from them.
+_PAPER = {"layout": "interleaved", "odd": "natural", "start": 0.0, "step": 1.0, "amplitude": 1.0}
+
+
+def _sinusoidal_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    """A file records the layout always and every other value only where it differs from the paper's table, so
+    with ``preset`` and ``layout`` both recorded an absent value means the paper's (and no padding row); without
+    ``layout`` (parameters given by hand) the preset's values apply, as ``posenc generate --preset`` gives them."""
+    args: dict[str, Any] = {k: p[k] for k in ("seq_len", "d_model", "base", "preset", "padding_idx") if k in p}
+    args.update({k: p[k] for k in ("dtype", "scale", "zero_point") if k in p})
+    record = "preset" in p and "layout" in p
+    for key, paper in _PAPER.items():
+        if key in p or record:
+            args[key] = p.get(key, paper)
+    if record and "padding_idx" not in p:
+        args["padding_idx"] = "none"
+    freq = p.get("freq", "paper")
+    if freq not in ("paper", "shift", "timescales"):
+        raise SpecError(f"freq must be one of paper, shift, timescales, got {freq!r}", param="freq")
+    if freq == "shift" or "freq_shift" in p:
+        args["freq_shift"] = p.get("freq_shift", 0.0)
+    if freq == "timescales" or "min_timescale" in p:
+        args["min_timescale"] = p.get("min_timescale", 1.0)
+    return args
+
+
+def _rope_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Every input is recorded by its own name except ``attention_scaling`` (fold the scaling into cos and sin),
+    recorded as ``attention_scaling_folded``: the recorded ``attention_scaling`` is the scaling's value."""
+    inputs = {param.name for param in ROPE_PARAMS} | {"dtype", "scale", "zero_point"}
+    args = {key: value for key, value in p.items() if key in inputs and key != "attention_scaling"}
+    if "attention_scaling_folded" in p:
+        args["attention_scaling"] = p["attention_scaling_folded"]
+    return args
+
+
+def _same_names(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    def from_record(p: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: p[key] for key in names if key in p}
+
+    return from_record
+
+
+def _sincos2d_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    args = {key: p[key] for key in ("d_model", "cls_token", "base", "dtype", "scale", "zero_point") if key in p}
+    if "grid_height" in p and "grid_width" in p:
+        args["grid"] = (p["grid_height"], p["grid_width"])
+    return args
+
+
+def _alibi_work(p: Mapping[str, Any]) -> int:
+    rows = p.get("seq_len")
+    return int(p["heads"]) * int(rows) * WORK_BYTES_PER_VALUE["alibi"] if isinstance(rows, int) else 0
+
+
+def _sincos2d_work(p: Mapping[str, Any]) -> int:
+    rows = 1 + int(p["grid_height"]) * int(p["grid_width"])
+    return rows * int(p["d_model"]) * WORK_BYTES_PER_VALUE["sincos2d"]
+
+
+# ------------------------------------------------------------------------------------------------------ kinds
+SEQ_LEN_HELP = "Number of positions (rows)."
+
+GENERATE_PARAMS: tuple[Param, ...] = (
+    Param("seq_len", INTEGER, SEQ_LEN_HELP, required=True, short="-n", always_recorded=True),
+    Param("d_model", INTEGER, "Model dimension (columns).", required=True, short="-d", always_recorded=True),
+    Param("base", NUMBER, "Wavelength base (max_period, max_timescale), > 1.", default=10000.0, always_recorded=True),
+    Param("preset", Choice(tuple(presets.PRESETS)), "A framework's convention (posenc presets).", short="-p"),
+    Param("layout", Choice(presets.LAYOUTS), "Column order.  [default: the preset's]"),
+    Param("freq_shift", NUMBER, "Frequencies base^(-k/(d_model//2 - S))."),
+    Param("min_timescale", NUMBER, "tensor2tensor's frequencies m * (base/m)^(-k/(h-1))."),
+    Param("odd", Choice(presets.ODD), "Odd d_model: natural, zero column or error."),
+    Param("start", NUMBER, "Position of row 0 (fractional allowed).  [default: 0]"),
+    Param("step", NUMBER, "Position step between rows (fractional allowed).  [default: 1]"),
+    Param("padding_idx", ROW, "Zero this row (fairseq); none: no zero row."),
+    Param("amplitude", NUMBER, "Multiply every value by this.  [default: 1]"),
+)
+
+ROPE_PARAMS: tuple[Param, ...] = (
+    Param("seq_len", INTEGER, "Positions (rows) of the caches.", required=True, short="-n", always_recorded=True),
+    Param("head_dim", INTEGER, "Rotary dimension per head (even).", required=True, near=("-d", "--d-model")),
+    Param("theta", NUMBER, "rope_theta, the wavelength base.", default=10000.0),
+    Param(
+        "layout",
+        Choice(rope_encoding.LAYOUTS),
+        "half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.",
+        default="half",
+    ),
+    Param("scaling", Choice(rope_encoding.SCALINGS), "HF rope_type.", default="none"),
+    Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope)."),
+    Param("original_max_positions", INTEGER, "Pre-training context length."),
+    Param("max_positions", INTEGER, "max_position_embeddings (dynamic, yarn, longrope)."),
+    Param("low_freq_factor", NUMBER, "llama3.  [default: 1]"),
+    Param("high_freq_factor", NUMBER, "llama3.  [default: 4]"),
+    Param("beta_fast", NUMBER, "yarn.  [default: 32]"),
+    Param("beta_slow", NUMBER, "yarn.  [default: 1]"),
+    Param("truncate", BOOLEAN, "yarn: floor/ceil the correction range.  [default: on]", pair=True),
+    Param("mscale", NUMBER, "yarn: DeepSeek's mscale."),
+    Param("mscale_all_dim", NUMBER, "yarn: DeepSeek's mscale_all_dim."),
+    Param("attention_factor", NUMBER, "yarn/longrope: the scaling, given."),
+    Param("short_factor", NUMBERS, "longrope: head_dim/2 factors."),
+    Param("long_factor", NUMBERS, "longrope: head_dim/2 factors."),
+    Param(
+        "attention_scaling",
+        BOOLEAN,
+        "Fold the attention scaling (yarn, longrope) into cos/sin as HF does; --no-attention-scaling leaves it out.",
+        default=True,
+        pair=True,
+    ),
+)
+
+ALIBI_PARAMS: tuple[Param, ...] = (
+    Param("heads", INTEGER, "Number of attention heads.", required=True, short="-H", always_recorded=True),
+    Param(
+        "seq_len", INTEGER, "Key positions of the bias matrix (omit for slopes only).", short="-n", always_recorded=True
+    ),  # fmt: skip
+)
+
+SINCOS2D_PARAMS: tuple[Param, ...] = (
+    Param("grid", GRID, "Patches per side: H (square) or HxW.", required=True, short="-g"),
+    Param("d_model", INTEGER, "Embedding width, a multiple of 4.", required=True, short="-d", always_recorded=True),
+    Param("cls_token", BOOLEAN, "Prepend MAE's all-zero class-token row.", default=False),
+    Param("base", NUMBER, "Wavelength base, a finite number > 1.", default=10000.0, always_recorded=True),
+)
+
+_GENERATE_DOC = """Write a 1-D sinusoidal table: the paper's, or a framework's with --preset.
+
+The paper (preset vaswani): PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos /
+base^(2i/d_model)), for pos = 0 .. seq_len-1; an odd d_model ends with a sine column. Other frameworks
+differ in layout, frequencies, positions, padding row and odd widths: --preset picks one (list them with
+posenc presets) and the other options override it. Every value is the exact value correctly rounded.
+
+\b
+Examples:
+  posenc generate -n 2048 -d 512 -o pe.h             # C header, static const float pe[2048][512]
+  posenc generate -n 2048 -d 512 -o pe.c --name pe   # pe.c (definition) + pe.h (extern declaration)
+  posenc generate -n 1026 -d 1024 -p fairseq -o m2m100_pos.npy
+  posenc generate -n 1000 -d 320 -p openai-diffusion -o timesteps.h
+"""
+
+_ROPE_DOC = """Write RoPE caches: cos and sin (seq_len, head_dim) and inv_freq (head_dim/2), as HF transformers'
+LlamaRotaryEmbedding and ROPE_INIT_FUNCTIONS compute them.
+
+cos[p, j] = a * cos(p * inv_freq[k]), sin[p, j] = a * sin(p * inv_freq[k]) with k = j mod head_dim/2 (half)
+or j // 2 (interleaved), inv_freq[k] = theta^(-2k/head_dim) scaled by the --scaling mode, and a the mode's
+attention scaling (1 except yarn and longrope; --no-attention-scaling leaves it out). dynamic is evaluated at
+--seq-len. Every value is the exact value correctly rounded.
+
+\b
+Examples:
+  posenc rope -n 4096 --head-dim 128 -o rope.npz
+  posenc rope -n 8192 --head-dim 128 --theta 500000 --scaling llama3 --factor 8 \\
+      --original-max-positions 8192 -o llama31_rope.h
+  posenc rope -n 4096 --head-dim 64 --scaling yarn --factor 4 --original-max-positions 4096 --part cos -o cos.npy
+"""
+
+_ALIBI_DOC = """Write ALiBi slopes (Press et al.) and, with --seq-len, the bias matrix slope[h] * j.
+
+Slopes 2^(-8(h+1)/p) for the largest power of two p <= heads, then every other slope of 2p heads (HF BLOOM
+build_alibi_tensor). Arrays: slopes (heads), bias (heads, seq_len); every value correctly rounded.
+
+\b
+Examples:
+  posenc alibi -H 12 -o slopes.h
+  posenc alibi -H 40 -n 2048 -o alibi.npz
+  posenc alibi -H 40 -n 2048 --part bias -o bias.npy
+"""
+
+_SINCOS2D_DOC = """Write MAE's 2-D sincos position embedding (get_2d_sincos_pos_embed).
+
+Rows are the grid's patches in row-major order, after a zero row with --cls-token; columns are
+[sin x | cos x | sin y | cos y], each d_model/4 wide, frequencies base^(-k/(d_model/4)). Every value is the
+exact value correctly rounded.
+
+\b
+Examples:
+  posenc sincos2d -g 14 -d 768 --cls-token -o vit_pos.npy      # ViT-B/16 at 224 px, MAE
+  posenc sincos2d -g 16x24 -d 256 -o pos2d.h
+"""
+
+#: Every table kind, by its command name, in the order ``posenc --help`` and the docs list them.
+KINDS: dict[str, Kind] = {
+    "generate": Kind(
+        command="generate",
+        table="sinusoidal",
+        short_help="Write a 1-D sinusoidal table (any framework's).",
+        doc=_GENERATE_DOC,
+        params=GENERATE_PARAMS,
+        make=make.generate,
+        lazy=True,
+        recorded={
+            "seq_len": INTEGER,
+            "d_model": INTEGER,
+            "base": NUMBER,
+            **_QUANTISATION,
+            "preset": TEXT,
+            "layout": TEXT,
+            "freq": TEXT,
+            "freq_shift": NUMBER,
+            "min_timescale": NUMBER,
+            "odd": TEXT,
+            "start": NUMBER,
+            "step": NUMBER,
+            "padding_idx": INTEGER,
+            "amplitude": NUMBER,
+        },  # fmt: skip
+        from_record=_sinusoidal_from_record,
+        work=lambda p: 0,
+    ),
+    "rope": Kind(
+        command="rope",
+        table="rope",
+        short_help="Write RoPE cos/sin caches and inv_freq.",
+        doc=_ROPE_DOC,
+        params=ROPE_PARAMS,
+        make=make.rope,
+        lazy=True,
+        recorded={
+            "seq_len": INTEGER,
+            "head_dim": INTEGER,
+            "theta": NUMBER,
+            "layout": TEXT,
+            "scaling": TEXT,
+            **_QUANTISATION,
+            "attention_scaling": NUMBER,
+            "attention_scaling_folded": BOOLEAN,
+            "dynamic_base": NUMBER,
+            "factor": NUMBER,
+            "original_max_positions": INTEGER,
+            "max_positions": INTEGER,
+            "low_freq_factor": NUMBER,
+            "high_freq_factor": NUMBER,
+            "beta_fast": NUMBER,
+            "beta_slow": NUMBER,
+            "truncate": BOOLEAN,
+            "mscale": NUMBER,
+            "mscale_all_dim": NUMBER,
+            "attention_factor": NUMBER,
+            "short_factor": NUMBERS,
+            "long_factor": NUMBERS,
+        },  # fmt: skip
+        recorded_as={"attention_scaling": ("attention_scaling_folded",)},
+        from_record=_rope_from_record,
+        work=lambda p: 0,
+    ),
+    "alibi": Kind(
+        command="alibi",
+        table="alibi",
+        short_help="Write ALiBi slopes and bias.",
+        doc=_ALIBI_DOC,
+        params=ALIBI_PARAMS,
+        make=make.alibi,
+        lazy=False,
+        recorded={"heads": INTEGER, "seq_len": INTEGER, **_QUANTISATION},
+        from_record=_same_names(("heads", "seq_len", "dtype", "scale", "zero_point")),
+        work=_alibi_work,
+    ),
+    "sincos2d": Kind(
+        command="sincos2d",
+        table="sincos2d",
+        short_help="Write a 2-D sincos (MAE) table.",
+        doc=_SINCOS2D_DOC,
+        params=SINCOS2D_PARAMS,
+        make=make.sincos2d,
+        lazy=False,
+        recorded={
+            "grid_height": INTEGER,
+            "grid_width": INTEGER,
+            "d_model": INTEGER,
+            "cls_token": BOOLEAN,
+            "base": NUMBER,
+            **_QUANTISATION,
+            "layout": TEXT,
+        },  # fmt: skip
+        recorded_as={"grid": ("grid_height", "grid_width")},
+        from_record=_sincos2d_from_record,
+        work=_sincos2d_work,
+    ),
+}

@@ -1,0 +1,361 @@
+"""Each kind's table, made from its parameters: the functions behind ``posenc generate``, ``rope``, ``alibi``,
+``sincos2d`` and ``convert`` (re-exported by :mod:`posenc_cli.api`, where users call them).
+
+Every value is checked here once, at the API's edge, by the encoding that defines its domain
+(:mod:`posenc_cli.encodings`); the row functions below take checked values and never check again. Their keywords
+are the parameters of :data:`posenc_cli.kinds.KINDS`, spelled as the manifest keys and long options are
+(``tests/test_kinds.py`` holds the two together). No paths, no printing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from . import _resources
+from .dtypes import ElementType
+from .encodings import alibi as alibi_encoding
+from .encodings import check_params, presets
+from .encodings import rope as rope_encoding
+from .encodings import sincos2d as sincos2d_encoding
+from .encodings.sinusoidal import paper_rows
+from .errors import SpecError
+from .table import Array, Param, RowSource, Table
+
+__all__ = ["alibi", "convert", "generate", "rope", "sincos2d"]
+
+
+def generate(
+    seq_len: int,
+    d_model: int,
+    *,
+    base: float | None = None,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+    lazy: bool = False,
+    preset: str | None = None,
+    layout: str | None = None,
+    freq_shift: float | None = None,
+    min_timescale: float | None = None,
+    odd: str | None = None,
+    start: float | None = None,
+    step: float | None = None,
+    padding_idx: int | str | None = None,
+    no_padding: bool = False,
+    amplitude: float | None = None,
+) -> Table:
+    """A 1-D sinusoidal table as a :class:`Table` with its parameters: the paper's by default, any framework's with
+    ``preset`` and the parameters of :mod:`posenc_cli.encodings.presets` (which override the preset's).
+
+    The paper: ``PE[pos, 2i] = sin(pos / base**(2i/d_model))``, ``PE[pos, 2i+1] = cos(pos / base**(2i/d_model))``
+    for ``pos`` in ``0..seq_len-1``; an odd ``d_model`` ends with a sine column. Every value is the exact value
+    correctly rounded.
+
+    ``padding_idx`` zeroes that row (fairseq); ``"none"`` (or ``no_padding=True``) drops a preset's padding row. A
+    padding row past the last row could not take effect and is refused.
+
+    ``dtype`` is any element type of :data:`posenc_cli.dtypes.DTYPES` (``scale`` and ``zero_point`` for
+    int8: the quantisation step; the table's own multiplier is ``amplitude``). The parameters record the dtype by
+    name, the preset, and every value that differs from the paper's table.
+
+    With ``lazy=True`` the table's array is a :class:`~posenc_cli.table.RowSource`: nothing is computed until a
+    writer asks for rows, block by block, so :func:`save` streams tables larger than memory with bounded memory.
+
+    Examples
+    --------
+    >>> t = generate(4, 6, dtype="float64")
+    >>> t.kind, t.array.shape, t.params["layout"]
+    ('sinusoidal', (4, 6), 'interleaved')
+    >>> generate(4, 6, preset="whisper").params["layout"]
+    'sin-cos'
+    """
+    seq_len, d_model, base_value, element = check_params(
+        seq_len, d_model, 10000.0 if base is None else base, dtype, scale=scale, zero_point=zero_point
+    )
+    if padding_idx == "none":
+        padding_idx, no_padding = None, True
+    elif isinstance(padding_idx, str):
+        raise SpecError(f"padding_idx must be a row index or 'none', got {padding_idx!r}", param="padding_idx")
+    if isinstance(padding_idx, int) and not isinstance(padding_idx, bool) and padding_idx >= seq_len >= 1:
+        raise SpecError(
+            f"padding_idx {padding_idx} is past the last row: a table of seq_len {seq_len} has rows 0 to "
+            f"{seq_len - 1}, so the padding row would not be in it",
+            param="padding_idx",
+        )
+    spec = presets.resolve(
+        preset, d_model=d_model, base=base_value, layout=layout, freq_shift=freq_shift, min_timescale=min_timescale,
+        odd=odd, start=start, step=step, padding_idx=padding_idx, no_padding=no_padding, amplitude=amplitude,
+    )  # fmt: skip
+    quantisation: dict[str, Param] = {}
+    if element.scale is not None:
+        quantisation = {"scale": element.scale, "zero_point": element.zero_point}
+    zero_point_arg = element.zero_point if element.scale is not None else None
+    rows: Callable[[int, int], np.ndarray]  # checked here, once: the writer's thousands of blocks are not checked
+    if spec == presets.SinusoidSpec(d_model, base_value):  # the paper's table: its own (identical, leaner) path
+        rows = paper_rows(d_model, base_value, element)
+    else:
+        rows = presets.rows_of(spec, seq_len, element.name, quant_scale=element.scale, zero_point=zero_point_arg)
+    array: Array = RowSource((seq_len, d_model), element.storage, rows)
+    if not lazy:
+        _resources.check_memory(
+            seq_len * d_model * _resources.WORK_BYTES_PER_VALUE["sinusoidal"],
+            f"the {seq_len} x {d_model} table built whole (lazy=True streams it)",
+        )
+        array = np.asarray(array)
+    params: dict[str, Param] = {
+        "seq_len": seq_len,
+        "d_model": d_model,
+        "base": float(base_value),
+        "dtype": element.name,
+    }
+    if preset is not None:
+        params["preset"] = preset
+    params.update(spec.params())
+    params.update(quantisation)
+    return Table("sinusoidal", {"pe": array}, params)
+
+
+def rope(
+    seq_len: int,
+    head_dim: int,
+    *,
+    theta: float = 10000.0,
+    layout: str = "half",
+    scaling: str = "none",
+    attention_scaling: bool = True,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+    lazy: bool = False,
+    factor: float | None = None,
+    original_max_positions: int | None = None,
+    max_positions: int | None = None,
+    low_freq_factor: float | None = None,
+    high_freq_factor: float | None = None,
+    beta_fast: float | None = None,
+    beta_slow: float | None = None,
+    truncate: bool | None = None,
+    mscale: float | None = None,
+    mscale_all_dim: float | None = None,
+    attention_factor: float | None = None,
+    short_factor: Sequence[float] | None = None,
+    long_factor: Sequence[float] | None = None,
+) -> Table:
+    """RoPE caches as HF transformers computes them: a :class:`Table` of kind ``"rope"`` with arrays ``cos`` and
+    ``sin`` (seq_len, head_dim) and ``inv_freq`` (head_dim/2,).
+
+    ``scaling`` is ``none``, ``linear``, ``dynamic``, ``yarn``, ``llama3`` or ``longrope`` with its parameters named
+    as in HF's ``rope_parameters`` (``factor``, ``original_max_positions``, ``max_positions``, ``low_freq_factor``,
+    ``high_freq_factor``, ``beta_fast``, ``beta_slow``, ``truncate``, ``mscale``, ``mscale_all_dim``,
+    ``attention_factor``, ``short_factor``, ``long_factor``); :mod:`posenc_cli.encodings.rope` defines each. HF
+    multiplies cos and sin by the mode's attention scaling (YaRN, LongRoPE); ``attention_scaling=False`` leaves it
+    out (the parameters record its value either way). ``layout`` ``half`` is HF/GPT-NeoX ``rotate_half``,
+    ``interleaved`` GPT-J/llama.cpp's adjacent pairs. Every value is correctly rounded.
+
+    Examples
+    --------
+    >>> t = rope(8, 64, scaling="yarn", factor=4.0, original_max_positions=4096)
+    >>> t.arrays["cos"].shape, t.arrays["inv_freq"].shape, round(t.params["attention_scaling"], 6)
+    ((8, 64), (32,), 1.138629)
+    """
+    _, _, _, element = check_params(1, 1, 10000.0, dtype, scale=scale, zero_point=zero_point)
+    spec = rope_encoding.resolve(
+        seq_len=seq_len, head_dim=head_dim, theta=theta, layout=layout, scaling=scaling,
+        fold_scaling=attention_scaling, factor=factor, original_max_positions=original_max_positions,
+        max_positions=max_positions, low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
+        beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate, mscale=mscale, mscale_all_dim=mscale_all_dim,
+        attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor,
+    )  # fmt: skip
+    zero_point_arg = element.zero_point if element.scale is not None else None
+    arrays: dict[str, Array] = {}
+    if not lazy:
+        _resources.check_memory(
+            2 * spec.seq_len * spec.head_dim * _resources.WORK_BYTES_PER_VALUE["rope"],
+            f"the RoPE caches ({spec.seq_len} x {spec.head_dim}) built whole (lazy=True streams them)",
+        )
+    for part in ("cos", "sin"):
+        rows = rope_encoding.cache_rows_of(
+            spec, part, element.name, quant_scale=element.scale, zero_point=zero_point_arg
+        )
+        source = RowSource((spec.seq_len, spec.head_dim), element.storage, rows)
+        arrays[part] = source if lazy else np.asarray(source)
+    arrays["inv_freq"] = rope_encoding.inv_freq(
+        spec, element.name, quant_scale=element.scale, zero_point=zero_point_arg
+    )
+    params: dict[str, Param] = {**spec.params(), "dtype": element.name}
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    axes = {"cos": ("seq_len", "head_dim"), "sin": ("seq_len", "head_dim"), "inv_freq": ("freqs",)}
+    return Table("rope", arrays, params, axes)
+
+
+def alibi(
+    heads: int,
+    seq_len: int | None = None,
+    *,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+) -> Table:
+    """ALiBi slopes (and, with ``seq_len``, the bias matrix) as a :class:`Table` of kind ``"alibi"``.
+
+    Arrays ``slopes`` (heads,) and ``bias`` (heads, seq_len) = ``slope[h] * j``, HF BLOOM's ``build_alibi_tensor``
+    for an all-ones mask; see :mod:`posenc_cli.encodings.alibi` for the slopes' rule and the exactness argument.
+
+    Examples
+    --------
+    >>> t = alibi(6, 4)
+    >>> t.arrays["slopes"].tolist(), t.arrays["bias"][0].tolist()
+    ([0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125], [0.0, 0.25, 0.5, 0.75])
+    """
+    heads, seq_len = alibi_encoding.check(heads, seq_len)
+    if seq_len is not None:
+        _resources.check_memory(
+            heads * seq_len * _resources.WORK_BYTES_PER_VALUE["alibi"], f"the ALiBi bias matrix ({heads} x {seq_len})"
+        )
+    element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    arrays = alibi_encoding.slopes_and_bias(heads, seq_len, element)
+    params: dict[str, Param] = {"heads": heads, "dtype": element.name}
+    if seq_len is not None:
+        params["seq_len"] = seq_len
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    axes = {"slopes": ("heads",), "bias": ("heads", "seq_len")}
+    return Table("alibi", arrays, params, {key: axes[key] for key in arrays})
+
+
+def sincos2d(
+    height: int | None = None,
+    width: int | None = None,
+    d_model: int | None = None,
+    *,
+    grid: tuple[int, int] | None = None,
+    cls_token: bool = False,
+    base: float = 10000.0,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+) -> Table:
+    """MAE's 2-D sincos position embedding as a :class:`Table` of kind ``"sincos2d"``, one array ``pe``.
+
+    Rows are the patches in row-major order (``y * width + x``), after a zero row when ``cls_token``; columns
+    ``[sin x | cos x | sin y | cos y]`` (:mod:`posenc_cli.encodings.sincos2d`). The grid is ``height, width`` or
+    ``grid=(height, width)`` (as ``posenc sincos2d --grid`` and the manifest's ``grid`` give it), not both.
+
+    Examples
+    --------
+    >>> sincos2d(14, 14, 768, cls_token=True).array.shape
+    (197, 768)
+    >>> sincos2d(grid=(16, 24), d_model=256).array.shape
+    (384, 256)
+    """
+    if grid is not None:
+        if height is not None or width is not None:
+            raise SpecError("give the grid as height and width or as grid=(height, width), not both", param="grid")
+        if not isinstance(grid, (tuple, list)) or len(grid) != 2:
+            raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
+        height, width = grid
+    height, width, d_model = sincos2d_encoding.check(height, width, d_model)
+    rows = int(cls_token) + height * width
+    _resources.check_memory(
+        rows * d_model * _resources.WORK_BYTES_PER_VALUE["sincos2d"], f"the 2-D sincos table ({rows} x {d_model})"
+    )
+    _, _, base, element = check_params(1, 1, base, dtype, scale=scale, zero_point=zero_point)
+    array = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=element)
+    params: dict[str, Param] = {
+        "grid_height": height,
+        "grid_width": width,
+        "d_model": d_model,
+        "cls_token": bool(cls_token),
+        "base": base,
+        "dtype": element.name,
+        "layout": "[sin x | cos x | sin y | cos y], rows y * width + x",
+    }
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    return Table("sincos2d", {"pe": array}, params)
+
+
+def convert(
+    table: Table,
+    *,
+    dtype: str | None = None,
+    scale: float | None = None,
+    zero_point: int | None = None,
+    key: str | None = None,
+) -> Table:
+    """``table`` (or its array ``key``) with every value re-encoded as the element type ``dtype``.
+
+    The stored values are read as the real numbers they stand for (:func:`~posenc_cli.dtypes.decode`:
+    quantised codes and bfloat16 bits decoded), then each is rounded once to the new type, exactly as a generated
+    table would be (float types to nearest, ties to even; q15/q7/int8 halves away from zero, saturated). Kind,
+    parameters and axes are kept, with ``dtype`` (and int8's ``scale``/``zero_point``) updated and ``converted_from``
+    naming the type the values were rounded from (a generated table converted is rounded twice; to change the type
+    of a generated table, generate it again). Arrays are converted block by block as a writer asks for rows.
+    ``dtype=None`` keeps the stored values as they are.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``key`` or ``dtype``; NaN or infinite values for an integer type; finite values that overflow a
+        float type (a float16 table cannot hold 1e5).
+
+    Examples
+    --------
+    >>> t = convert(generate(4, 4, dtype="float64"), dtype="q15")
+    >>> t.params["dtype"], t.array.dtype.name, int(t.array[0, 1])
+    ('q15', 'int16', 32767)
+    """
+    if key is not None:
+        try:
+            table = table.part(key)
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), param="key") from None
+    if dtype is None:
+        if scale is not None or zero_point is not None:
+            raise SpecError("--scale and --zero-point need --dtype int8", param="scale")
+        return table
+    element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    source_params = dict(table.params)
+    arrays: dict[str, Array] = {}
+    for name, array in table.arrays.items():
+        if array.ndim == 0 or np.asarray(array[:0]).dtype.kind not in "biuf":
+            raise SpecError(f"array {name!r} holds {array.dtype} values, not numbers", param="key")
+        check = functools.partial(_converted, array, name, source_params, element)
+        if array.ndim == 1:
+            arrays[name] = check(0, array.shape[0])
+        else:
+            arrays[name] = RowSource(array.shape, element.storage, check)
+    params: dict[str, Param] = {k: v for k, v in source_params.items() if k not in ("scale", "zero_point")}
+    params["dtype"] = element.name
+    params.setdefault("converted_from", str(source_params.get("dtype", _dtype_name(table))))
+    if element.scale is not None:
+        params.update(scale=element.scale, zero_point=element.zero_point)
+    return Table(table.kind, arrays, params, dict(table.axes))
+
+
+def _dtype_name(table: Table) -> str:
+    return str(np.dtype(next(iter(table.arrays.values())).dtype).name)
+
+
+def _converted(array: Array, name: str, params: dict[str, Param], element: ElementType, lo: int, hi: int) -> np.ndarray:
+    from fractions import Fraction
+
+    from .dtypes import decode
+
+    real = decode(np.asarray(array[lo:hi]), params)
+    finite = np.isfinite(real)
+    if not element.is_float and not finite.all():
+        raise SpecError(f"array {name!r} holds NaN or infinite values, which {element.name} cannot hold", param="dtype")
+    stored, undecided = element.convert(real)
+    for index in zip(*np.nonzero(undecided), strict=True):  # exact inputs: decide each tie from the value itself
+        stored[index] = element.from_exact(Fraction(float(real[index])))
+    if element.is_float:
+        widened = decode(stored, {"dtype": element.name})
+        if np.any(finite & ~np.isfinite(widened)):
+            big = float(np.max(np.abs(real[finite])))
+            raise SpecError(f"array {name!r} holds {big:g}, beyond the largest {element.name}", param="dtype")
+    return stored

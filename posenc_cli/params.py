@@ -1,0 +1,337 @@
+"""The parameters a user types, one record each: the single source of every surface that names them.
+
+A :class:`Param` is one option of one or more commands. From it come the click option (:mod:`posenc_cli.cli.options`),
+the manifest key and its check (:mod:`posenc_cli.build.manifest`), the reading of ``-s key=value`` and of recorded
+parameters (:mod:`posenc_cli.verify`), the API keyword (the same word), the spelling in the command line recorded in
+C provenance comments (:func:`command_line`) and the reference in ``docs/commands.md``.
+
+One name everywhere: the manifest key and the API keyword are the long option without its dashes, with underscores
+(``--c-half-type``: ``c_half_type``; ``--seq-len``: ``seq_len``). A boolean that has a negative form is a pair
+(``--header/--no-header``), whose key is the positive word (``header = false``).
+
+Each :class:`ValueType` reads a value three ways, and each way is strict about what it takes:
+
+- :meth:`ValueType.from_toml`: a manifest's TOML value (an integer must be a TOML integer, never ``true``);
+- :meth:`ValueType.from_text`: what a user typed (ASCII digits only: ``١٢`` is not 12);
+- :meth:`ValueType.from_value`: a parameter a file recorded (NumPy scalars, ``"128"``, ``128.0`` for an integer).
+
+All three raise :class:`Wrong` with what was expected; the caller names the place (option, key, entry).
+
+This module knows no click, no TOML parser and no table: it is data and the rules that read it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BOOLEAN", "INTEGER", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param", "ValueType", "Wrong",
+    "command_line", "show",
+]  # fmt: skip
+
+
+class Wrong(Exception):
+    """A value of the wrong type or spelling; ``args[0]`` says what was expected (``"an integer"``)."""
+
+
+def show(value: object) -> str:
+    """A value as TOML spells it, with its type: what an error message says was found."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, str):
+        return f"{json.dumps(value)} (a string)"
+    if isinstance(value, (int, float)):
+        return f"{value!r} (an {'integer' if isinstance(value, int) else 'float'})"
+    if isinstance(value, list):
+        return f"{value!r} (an array)"
+    return f"{value} (a {'table' if isinstance(value, dict) else type(value).__name__})"
+
+
+def _is_int(value: object) -> bool:
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: object) -> bool:
+    import numpy as np
+
+    return _is_int(value) or isinstance(value, (float, np.floating))
+
+
+_ASCII_INT = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """How one kind of value is read and spelled. Subclasses override the readers they need."""
+
+    #: What is expected, for messages: ``"an integer"``.
+    expected: str
+    #: The placeholder in help and docs: ``INTEGER``.
+    metavar: str
+    #: What is expected on a command line, when it is spelled otherwise than in TOML.
+    typed: str = ""
+
+    def from_toml(self, value: object) -> Any:
+        raise NotImplementedError
+
+    def from_text(self, text: str) -> Any:
+        return self.from_toml(text)
+
+    def from_value(self, value: object) -> Any:
+        return self.from_toml(value)
+
+    def spell(self, value: Any) -> str:
+        """The value as a command line writes it (recorded in C provenance comments)."""
+        return repr(value) if isinstance(value, float) else str(value)
+
+
+class _Integer(ValueType):
+    def from_toml(self, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Wrong(self.expected)
+        return value
+
+    def from_text(self, text: str) -> int:
+        if not isinstance(text, str) or not text.isascii() or not _ASCII_INT.fullmatch(text):
+            raise Wrong(self.expected)
+        return int(text)
+
+    def from_value(self, value: object) -> int:
+        if _is_int(value):
+            return int(value)  # type: ignore[call-overload, no-any-return]
+        if isinstance(value, float) or (_is_real(value) and not _is_int(value)):
+            if math.isfinite(float(value)) and float(value).is_integer():  # type: ignore[arg-type]
+                return int(float(value))  # type: ignore[arg-type]
+        if isinstance(value, str) and _ASCII_INT.fullmatch(value):
+            return int(value)
+        raise Wrong(self.expected)
+
+
+class _Number(ValueType):
+    def from_toml(self, value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Wrong(self.expected)
+        return float(value)  # as click's FLOAT makes it: an integer is recorded 500000.0
+
+    def from_text(self, text: str) -> float:
+        if not isinstance(text, str) or not text.isascii():
+            raise Wrong(self.expected)
+        try:
+            return float(text)
+        except ValueError:
+            raise Wrong(self.expected) from None
+
+    def from_value(self, value: object) -> float:
+        if _is_real(value):
+            return float(value)  # type: ignore[arg-type]
+        if isinstance(value, str):
+            return self.from_text(value)
+        raise Wrong(self.expected)
+
+
+class _Boolean(ValueType):
+    def from_toml(self, value: object) -> bool:
+        if not isinstance(value, bool):
+            raise Wrong(self.expected)
+        return value
+
+    def from_text(self, text: str) -> bool:
+        if isinstance(text, str) and text.strip().lower() in ("true", "false", "1", "0"):
+            return text.strip().lower() in ("true", "1")
+        raise Wrong(self.expected)
+
+    def from_value(self, value: object) -> bool:
+        import numpy as np
+
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if _is_int(value) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str):
+            return self.from_text(value)
+        raise Wrong(self.expected)
+
+
+class _Text(ValueType):
+    def from_toml(self, value: object) -> str:
+        if not isinstance(value, str):
+            raise Wrong(self.expected)
+        return value
+
+
+class Choice(ValueType):
+    """One of ``choices``, spelled exactly."""
+
+    choices: tuple[str, ...]
+
+    def __init__(self, choices: Sequence[str]) -> None:
+        object.__setattr__(self, "choices", tuple(choices))
+        object.__setattr__(self, "expected", f"one of {', '.join(map(json.dumps, self.choices))}")
+        object.__setattr__(self, "metavar", "[" + "|".join(self.choices) + "]")
+        object.__setattr__(self, "typed", "")
+
+    def from_toml(self, value: object) -> str:
+        if not isinstance(value, str) or value not in self.choices:
+            raise Wrong(self.expected)
+        return value
+
+
+class _Numbers(ValueType):
+    """A non-empty list of numbers: ``[1.0, 1.5]`` in TOML, ``1.0,1.5`` typed or recorded."""
+
+    def from_toml(self, value: object) -> tuple[float, ...]:
+        if not isinstance(value, list) or not value:
+            raise Wrong(self.expected)
+        try:
+            return tuple(NUMBER.from_toml(v) for v in value)
+        except Wrong:
+            raise Wrong(self.expected) from None
+
+    def from_text(self, text: str) -> tuple[float, ...]:
+        if not isinstance(text, str):
+            raise Wrong(self.expected)
+        try:
+            return tuple(NUMBER.from_text(v) for v in text.split(","))
+        except Wrong:
+            raise Wrong(self.expected) from None
+
+    def from_value(self, value: object) -> tuple[float, ...]:
+        if isinstance(value, (list, tuple)):
+            return tuple(NUMBER.from_value(v) for v in value)
+        if _is_real(value) and not isinstance(value, bool):
+            return (float(value),)  # type: ignore[arg-type]  # one factor (head_dim 2), typed as a number
+        return self.from_text(value)  # type: ignore[arg-type]
+
+    def spell(self, value: Any) -> str:
+        return ",".join(map(repr, value))
+
+
+class _Grid(ValueType):
+    """Patches per side: ``14``, ``"16x24"`` or ``[16, 24]`` in TOML; ``14`` or ``16x24`` typed."""
+
+    def from_toml(self, value: object) -> tuple[int, int]:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value, value)
+        if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+            return (value[0], value[1])
+        if isinstance(value, str):
+            return self.from_text(value)
+        raise Wrong(self.expected)
+
+    def from_text(self, text: str) -> tuple[int, int]:
+        sides = str(text).lower().split("x")
+        if len(sides) in (1, 2) and all(s.strip().isascii() and s.strip().isdigit() for s in sides):
+            return (int(sides[0]), int(sides[-1]))
+        raise Wrong(self.expected)
+
+    def spell(self, value: Any) -> str:
+        return "x".join(map(str, value))
+
+
+class _Row(ValueType):
+    """A row index, or ``none`` (no zero row at all)."""
+
+    def from_toml(self, value: object) -> int | str:
+        if value == "none" or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        raise Wrong(self.expected)
+
+    def from_text(self, text: str) -> int | str:
+        if text == "none":
+            return text
+        stripped = str(text).strip()
+        if stripped.isascii() and stripped.isdigit():
+            return int(stripped)
+        raise Wrong(self.expected)
+
+
+INTEGER: ValueType = _Integer("an integer", "INTEGER")
+NUMBER: ValueType = _Number("a number", "FLOAT")
+BOOLEAN: ValueType = _Boolean("true or false", "BOOLEAN")
+TEXT: ValueType = _Text("a string", "TEXT")
+NUMBERS: ValueType = _Numbers(
+    "a non-empty array of numbers, e.g. [1.0, 1.5]", "X,Y,...", "comma-separated numbers, e.g. 1.0,1.5,2.0"
+)
+GRID: ValueType = _Grid(
+    'H, "HxW" or [H, W] (positive integers, e.g. 14, "16x24" or [16, 24])',
+    "H[xW]",
+    "H or HxW (positive integers, e.g. 14 or 16x24)",
+)
+ROW: ValueType = _Row('a row index (an integer) or "none"', "ROW|none", "a row index (a non-negative integer) or none")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One option: its name (the manifest key and API keyword), type, default, help and command-line spelling.
+
+    ``default`` is what a value left out means (``None``: not given). A :data:`BOOLEAN` param is a flag
+    (``--progmem``) or, with ``pair``, a ``--x/--no-x`` pair whose default may be ``True`` or ``None``.
+    ``always_recorded`` params are written in the recorded command line even at their default (so that a reader
+    sees the table's size and type without knowing the defaults). ``near`` lists flags people type by mistake for
+    this one (``-d`` on ``posenc rope``, whose head dimension is ``--head-dim``): the "no such option" error then
+    names this option.
+    """
+
+    name: str
+    type: ValueType
+    help: str
+    default: Any = None
+    required: bool = False
+    short: str | None = None
+    pair: bool = False
+    always_recorded: bool = False
+    near: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        """The long option: ``--`` and the name with dashes."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def negative(self) -> str:
+        """The negative form of a pair (``--no-header``)."""
+        return "--no-" + self.flag[2:]
+
+    @property
+    def is_flag(self) -> bool:
+        return self.type is BOOLEAN and not self.pair
+
+
+def command_line(command: str, positional: Sequence[str], given: Iterable[tuple[Param, Any]], output: str) -> str:
+    """The ``posenc <command>`` line that writes the same file, as recorded in C provenance comments.
+
+    Every option whose value differs from its default (and every ``always_recorded`` one that is given), in the
+    order given, then ``-o output``. Values: floats by ``repr`` (``10000.0``), lists of numbers comma-joined,
+    grids ``HxW``, flags bare, a pair's negative side as ``--no-x``. The CLI and ``posenc build`` both record
+    through this one function, so the two agree byte for byte.
+
+    Examples
+    --------
+    >>> p = Param("seq_len", INTEGER, "rows", short="-n", always_recorded=True)
+    >>> command_line("generate", [], [(p, 8)], "pe.h")
+    'posenc generate --seq-len 8 -o pe.h'
+    """
+    words = ["posenc", command, *positional]
+    for param, value in given:
+        if value is None:
+            continue
+        if param.type is BOOLEAN:
+            if param.pair:
+                if value != param.default:
+                    words.append(param.flag if value else param.negative)
+            elif value:
+                words.append(param.flag)
+            continue
+        if value == param.default and not param.always_recorded:
+            continue
+        words += [param.flag, param.type.spell(value)]
+    return shlex.join([*words, "-o", Path(output).name])

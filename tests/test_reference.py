@@ -1,0 +1,37 @@
+"""``docs/commands.md`` is generated from the registry and the click commands: the committed page must be what
+the code writes now (regenerate with ``python -m posenc_cli.cli.reference > docs/commands.md``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from posenc_cli.cli import cli
+from posenc_cli.cli.reference import render
+from posenc_cli.kinds import KINDS
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "commands.md"
+
+
+def test_the_committed_reference_is_what_the_code_writes():
+    assert PAGE.read_text() == render(cli), (
+        "docs/commands.md is stale: python -m posenc_cli.cli.reference > docs/commands.md"
+    )
+
+
+def test_the_reference_names_every_command_option_key_and_keyword():
+    page = render(cli)
+    for name, command in cli.commands.items():
+        assert f"## posenc {name}" in page
+        for param in command.params:
+            for flag in getattr(param, "opts", []):
+                if flag.startswith("--"):
+                    assert f"`{flag}`" in page, flag
+    for kind in KINDS.values():
+        for param in kind.keys:
+            assert f"`{param.name}`" in page and f"({param.name}=)`" in page, param.name
+
+
+def test_a_changed_help_text_makes_the_page_stale(monkeypatch):
+    option = next(p for p in cli.commands["generate"].params if p.name == "seq_len")
+    monkeypatch.setattr(option, "help", "something else")
+    assert render(cli) != PAGE.read_text()

@@ -1,0 +1,226 @@
+"""The house's structure, read from the code with ``ast``: imports point one way, no circles, no private names
+taken from another module, formats/ free of encodings/, nothing imports the CLI, no module over 600 lines.
+
+Every import counts, at module level or inside a function (a lazy import is still a dependency; hiding a circle in
+a function was how the old cli modules got by), except under ``if TYPE_CHECKING:`` and ``if __name__ ==
+"__main__":`` (a module run as a script is not imported).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "posenc_cli"
+MAX_LINES = 600
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def resolve(importer: str, level: int, module: str | None) -> str:
+    """The absolute name of ``from <level dots><module> import ...`` inside ``importer``."""
+    if level == 0:
+        return module or ""
+    base = importer.split(".")
+    base = base if is_package(importer) else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def type_checking_nodes(tree: ast.AST) -> set[int]:
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        test = ast.unparse(node.test) if isinstance(node, ast.If) else ""
+        if "TYPE_CHECKING" in test or test in ("__name__ == '__main__'", '__name__ == "__main__"'):
+            hidden.update(id(n) for n in ast.walk(node))
+    return hidden
+
+
+def imports(name: str) -> Iterator[tuple[str, str | None, int]]:
+    """``(module imported, name taken from it or None, line)`` for every posenc import of module ``name``."""
+    tree = ast.parse(MODULES[name].read_text())
+    hidden = type_checking_nodes(tree)
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("posenc_cli"):
+                    yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            target = resolve(name, node.level, node.module)
+            if not target.startswith("posenc_cli"):
+                continue
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                if submodule in MODULES:
+                    yield submodule, None, node.lineno  # a module of a package: its dependency is that module
+                else:
+                    yield target, alias.name, node.lineno
+
+
+def graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name in MODULES:
+        for target, _, _ in imports(name):
+            if target != name and target in MODULES:
+                edges[name].add(target)
+    return edges
+
+
+def package_of(name: str) -> str:
+    return name if is_package(name) else name.rpartition(".")[0]
+
+
+def test_the_reader_sees_the_package():
+    assert {"posenc_cli", "posenc_cli.cli", "posenc_cli.kinds", "posenc_cli.formats.c"} <= set(MODULES)
+    assert "posenc_cli.make" in {target for target, _, _ in imports("posenc_cli.kinds")}
+    assert ("posenc_cli.formats", "FORMATS") in {(target, taken) for target, taken, _ in imports("posenc_cli.kinds")}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``edges`` (excluding a package importing its own submodules, which is how packages are built,
+    and a submodule using its package's ``__init__`` only through the others), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if is_package(nxt) and node.startswith(nxt + "."):
+                continue  # a submodule importing its package's namespace is flagged below, not a cycle edge
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state:
+            found = visit(start)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle():
+    cycle = find_cycle(graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_a_submodule_never_imports_its_own_package():
+    """``from . import x`` inside a package is fine; taking a name from the package's ``__init__`` (which imports
+    the submodules) is a circle in disguise."""
+    for name in MODULES:
+        for target, taken, line in imports(name):
+            if target != name and is_package(target) and name.startswith(target + ".") and taken is not None:
+                if f"{target}.{taken}" not in MODULES:
+                    pytest.fail(f"{name}:{line} takes {taken} from its own package {target}")
+
+
+def test_no_private_name_is_imported_from_another_module():
+    for name in MODULES:
+        for target, taken, line in imports(name):
+            if taken is not None and taken.startswith("_") and not taken.startswith("__") and target != name:
+                pytest.fail(f"{name}:{line} imports the private name {taken} from {target}")
+
+
+def test_no_private_attribute_of_another_posenc_module_is_used():
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = resolve(name, node.level, node.module)
+                for alias in node.names:
+                    if f"{target}.{alias.name}" in MODULES:
+                        aliases[alias.asname or alias.name] = f"{target}.{alias.name}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                attr = node.attr
+                if attr.startswith("_") and not attr.startswith("__"):
+                    pytest.fail(
+                        f"{name}:{node.lineno} uses {node.value.id}.{attr}, private to {aliases[node.value.id]}"
+                    )
+
+
+def test_formats_never_import_encodings_or_anything_above_them():
+    above = ("posenc_cli.encodings", "posenc_cli.api", "posenc_cli.make", "posenc_cli.kinds", "posenc_cli.cli",
+             "posenc_cli.build", "posenc_cli.inspect", "posenc_cli.verify", "posenc_cli.plot")  # fmt: skip
+    for name in MODULES:
+        if not name.startswith("posenc_cli.formats"):
+            continue
+        for target, _, line in imports(name):
+            assert not target.startswith(above), f"{name}:{line} imports {target}"
+
+
+def test_encodings_are_pure_math():
+    allowed = ("posenc_cli.encodings", "posenc_cli.dtypes", "posenc_cli.errors", "posenc_cli.table")
+    for name in MODULES:
+        if name.startswith("posenc_cli.encodings"):
+            for target, _, line in imports(name):
+                assert target.startswith(allowed), f"{name}:{line} imports {target}"
+
+
+def test_nothing_imports_the_cli():
+    for name in MODULES:
+        if name.startswith("posenc_cli.cli") or name == "posenc_cli._entry":
+            continue
+        for target, _, line in imports(name):
+            assert not target.startswith("posenc_cli.cli"), f"{name}:{line} imports {target}"
+
+
+def test_click_and_rich_stay_in_the_cli():
+    for name, path in MODULES.items():
+        if name.startswith("posenc_cli.cli") or name in ("posenc_cli._cli_types", "posenc_cli.plot"):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            for imported in names:
+                assert imported.split(".")[0] not in ("click", "rich"), f"{name}:{node.lineno} imports {imported}"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_over_600_lines(name):
+    lines = MODULES[name].read_text().count("\n")
+    assert lines <= MAX_LINES, f"{MODULES[name].relative_to(PACKAGE.parent)} has {lines} lines"
+
+
+def test_the_checks_can_fail():
+    """The cycle finder and the import reader catch what they are for, on a made-up graph."""
+    edges = {"posenc_cli.kinds": {"posenc_cli.make"}, "posenc_cli.make": {"posenc_cli.kinds"}}
+    global is_package
+    real = is_package
+    try:
+        is_package = lambda name: False  # noqa: E731
+        assert find_cycle(edges) == ["posenc_cli.kinds", "posenc_cli.make", "posenc_cli.kinds"]
+        assert find_cycle({"posenc_cli.kinds": {"posenc_cli.make"}, "posenc_cli.make": set()}) is None
+    finally:
+        is_package = real
+
+
+def test_the_shared_values_stand_on_nothing_but_errors():
+    """The values every layer passes (a Table, an element type, a parameter record) depend on no layer."""
+    for name in ("posenc_cli.table", "posenc_cli.dtypes", "posenc_cli.params", "posenc_cli.errors"):
+        for target, _, line in imports(name):
+            assert target == "posenc_cli.errors", f"{name}:{line} imports {target}"
