@@ -95,7 +95,7 @@ def test_convert_errors(tmp_path, checkpoint):
     path, _ = checkpoint
     out = str(tmp_path / "x.npy")
     bad = run("convert", str(path), out)  # two arrays, .npy holds one
-    assert bad.exit_code == 2 and "--part" in bad.stderr and not (tmp_path / "x.npy").exists()
+    assert bad.exit_code == 2 and "pick one with --key" in bad.stderr and not (tmp_path / "x.npy").exists()
     for args, option in [
         ([str(path), out, "--key", "nope"], "--key"),
         ([str(path), out, "-o", out], "output"),

@@ -687,3 +687,190 @@ def test_strings_posenc_can_check_are_read(tmp_path, kwargs):
 
     table = _load(_h5(tmp_path / "ok.h5", make, **kwargs))
     assert table.kind == "sinusoidal" and dict(table.params) == {"layout": "x" * hdf5.MAX_TEXT, "seq_len": 2}
+
+
+# ------------------------------------------------------------------------------------------------- groups: the walk
+# Datasets in groups are read (issue #13): the walk that finds them follows hard links only, reaches each group once,
+# and is bounded in depth, groups, datasets and links before it looks any further.
+
+
+def _soft_link_in_a_group(f: h5py.File, secret: Path) -> None:
+    f.create_dataset("pe", data=np.zeros((4, 4), "f4"))
+    f.create_group("a/hidden").create_dataset("x", data=np.frombuffer(SECRET, "u1"))
+    f["a/b/pe"] = h5py.SoftLink("/a/hidden/x")
+
+
+def _external_link_in_a_group(f: h5py.File, secret: Path) -> None:
+    other = secret.with_name("other.h5")
+    _h5(other, lambda g: g.create_dataset("pe", data=np.frombuffer(SECRET, "u1")))
+    f.create_dataset("pe", data=np.zeros((4, 4), "f4"))
+    f.create_group("model_weights/pos")["embeddings"] = h5py.ExternalLink(str(other), "/pe")
+
+
+def _external_storage_in_a_group(f: h5py.File, secret: Path) -> None:
+    f.create_dataset("pe", data=np.zeros((4, 4), "f4"))
+    f.create_group("grp").create_dataset(
+        "emb", shape=(len(SECRET) // 4,), dtype="<f4", external=[(str(secret), 0, len(SECRET))]
+    )
+
+
+def _soft_link_to_the_root(f: h5py.File, secret: Path) -> None:
+    f.create_dataset("grp/pe", data=np.zeros((4, 4), "f4"))
+    f["grp/up"] = h5py.SoftLink("/")
+
+
+GROUPS_OUTSIDE = {
+    "soft-link-in-a-group": (_soft_link_in_a_group, ("'/a/b/pe'", "soft link", "/a/hidden/x")),
+    "external-link-in-a-group": (_external_link_in_a_group, ("'/model_weights/pos/embeddings'", "external link")),
+    "external-storage-in-a-group": (_external_storage_in_a_group, ("'/grp/emb'", "external file")),
+    "soft-link-to-the-root": (_soft_link_to_the_root, ("'/grp/up'", "soft link to '/'")),
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("attack", list(GROUPS_OUTSIDE))
+def test_links_and_storage_outside_the_file_are_refused_in_groups_too(tmp_path, secret, attack, command):
+    make, words = GROUPS_OUTSIDE[attack]
+    path = _h5(tmp_path / f"{attack}.h5", lambda f: make(f, secret))
+    output = _assert_refused(path, tmp_path / "out", command, *words)
+    for leak in (SECRET[:16].decode(), hashlib.sha256(SECRET).hexdigest(), hashlib.sha256(SECRET[:64]).hexdigest()):
+        assert leak not in output
+
+
+def _hard_link_loop(f: h5py.File) -> None:
+    group = f.create_group("a")
+    group.create_dataset("pe", data=np.zeros(4, "<f4"))
+    group["loop"] = group
+
+
+def _hard_link_to_the_root(f: h5py.File) -> None:
+    f.create_dataset("a/pe", data=np.zeros(4, "<f4"))
+    f["a"]["up"] = f
+
+
+def _one_group_two_names(f: h5py.File) -> None:
+    f.create_dataset("a/pe", data=np.zeros(4, "<f4"))
+    f["b"] = f["a"]
+
+
+def _too_deep(f: h5py.File) -> None:
+    f.create_dataset("/".join(["g"] * (limits.MAX_NESTING + 1) + ["pe"]), data=np.zeros(4, "<f4"))
+
+
+def _too_deep_under_one_group(f: h5py.File) -> None:  # the root's one group does not open a level for free
+    f.create_dataset("/".join(["only"] + ["g"] * limits.MAX_NESTING + ["pe"]), data=np.zeros(4, "<f4"))
+
+
+def _too_many_groups(f: h5py.File) -> None:
+    f.create_dataset("pe", data=np.zeros(4, "<f4"))
+    for i in range(limits.MAX_GROUPS + 1):
+        f.create_group(f"g{i:03d}")
+
+
+def _too_many_groups_nested(f: h5py.File) -> None:
+    for i in range(limits.MAX_GROUPS // 4 + 1):
+        f.create_group(f"layer{i:02d}/a/b/c")
+    f.create_dataset("pe", data=np.zeros(4, "<f4"))
+
+
+def _too_many_datasets_in_groups(f: h5py.File) -> None:
+    for i in range(limits.MAX_ARRAYS // 2 + 1):
+        f.create_dataset(f"a/d{i:02d}", data=np.zeros(1, "<f4"))
+        f.create_dataset(f"b/d{i:02d}", data=np.zeros(1, "<f4"))
+
+
+def _too_many_links(f: h5py.File) -> None:
+    ds = f.create_dataset("a/pe", data=np.zeros(1, "<f4"))
+    for i in range(20000):  # hard links to one dataset: cheap to make, each a look-up if the walk went on
+        f[f"a/l{i}"] = ds
+
+
+def _named_types_count_as_links(f: h5py.File) -> None:
+    f.create_dataset("pe", data=np.zeros(1, "<f4"))
+    for i in range(hdf5.MAX_LINKS):
+        f[f"t{i}"] = np.dtype("<f4")  # a committed datatype: no data, but a link the walk looks at
+
+
+def _strings_in_a_group(f: h5py.File) -> None:
+    f.create_dataset("pe", data=np.zeros((2, 2), "<f4"))
+    f.create_dataset("meta/names", data=np.array([b"abc", b"def"]))
+
+
+def _filter_in_a_group(f: h5py.File) -> None:
+    f.create_dataset("pe", data=np.zeros((2, 2), "<f4"))
+    f.create_dataset("grp/lzf", data=np.zeros((64, 64), "<f4"), chunks=(8, 8), compression="lzf")
+
+
+GROUPS = {
+    "hard-link-loop": (_hard_link_loop, "'/a/loop' is a second hard link to the group '/a'"),
+    "hard-link-to-the-root": (_hard_link_to_the_root, "'/a/up' is a second hard link to the group '/'"),
+    "one-group-two-names": (_one_group_two_names, "'/b' is a second hard link to the group '/a'"),
+    "too-deep": (_too_deep, f"33 groups below the root, deeper than the {limits.MAX_NESTING} levels"),
+    "too-deep-under-one-group": (_too_deep_under_one_group, "33 groups below the root"),
+    "too-many-groups": (
+        _too_many_groups,
+        f"{limits.MAX_GROUPS + 1} HDF5 groups (counted as far as '/g{limits.MAX_GROUPS:03d}'), more than the "
+        f"{limits.MAX_GROUPS}",
+    ),
+    "too-many-groups-nested": (_too_many_groups_nested, f"more than the {limits.MAX_GROUPS} posenc reads"),
+    "too-many-datasets-in-groups": (
+        _too_many_datasets_in_groups,
+        f"{limits.MAX_ARRAYS + 2} datasets (counted as far as the HDF5 group '/b/'), more than the {limits.MAX_ARRAYS}",
+    ),
+    "too-many-links": (
+        _too_many_links,
+        f"20002 links (counted as far as the HDF5 group '/a/'), more than the {hdf5.MAX_LINKS}",
+    ),
+    "named-types-count": (_named_types_count_as_links, f"{hdf5.MAX_LINKS + 1} links"),
+    "strings-in-a-group": (_strings_in_a_group, "dataset '/meta/names' holds"),
+    "filter-in-a-group": (_filter_in_a_group, "dataset '/grp/lzf' is stored through HDF5 filter 32000"),
+}
+
+
+@pytest.mark.parametrize("command", ["inspect", "convert-npy", "verify"])
+@pytest.mark.parametrize("name", list(GROUPS))
+def test_the_group_walk_is_bounded_and_refuses_what_it_does_not_read(tmp_path, name, command):
+    make, *words = GROUPS[name]
+    _assert_refused(_h5(tmp_path / f"{name}.h5", make), tmp_path / "out", command, *words)
+
+
+def test_a_wide_group_is_refused_from_its_link_count(tmp_path):
+    """A group's link count is read before any of its links is looked at (each would cost a look-up)."""
+    path = _h5(tmp_path / "wide.h5", _too_many_links)
+    result = _isolated(["-m", "posenc_cli", "inspect", str(path)], 1 << 30, timeout=20)
+    assert result.returncode == 1 and "20002 links" in result.stderr, result.stderr
+
+
+def test_the_budget_counts_datasets_in_groups(tmp_path):
+    def make(f: h5py.File) -> None:
+        f.create_dataset("a/x/pe", data=np.ones((16, 16), "<f8"))
+        f.create_dataset("b/pe", data=np.ones((16, 16), "<f8"))
+
+    path = _h5(tmp_path / "nested.h5", make)
+    need = 2 * 16 * 16 * 8
+    assert sorted(_load(path, need).arrays) == ["a/x/pe", "b/pe"]
+    with pytest.raises(FormatError, match=r"dataset '/b/pe' \(16 x 16 float64\) needs 2.0 KiB.*2.0 KiB already"):
+        _load(path, need - 1)
+
+
+def test_named_datatypes_are_skipped(tmp_path):
+    def make(f: h5py.File) -> None:
+        f.create_dataset("grp/emb", data=np.ones((2, 2), "<f4"))
+        f["grp/t"] = np.dtype("<i2")
+        f["t"] = np.dtype("<f8")
+
+    assert list(_load(_h5(tmp_path / "types.h5", make)).arrays) == ["emb"]  # the root's one group: its names
+    with h5py.File(tmp_path / "types.h5", "a") as f:
+        f.create_dataset("pe", data=np.ones((2, 2), "<f4"))
+    assert list(_load(tmp_path / "types.h5").arrays) == ["grp/emb", "pe"]
+
+
+def test_byte_flipped_nested_files_are_one_error_line_never_a_crash_or_hang(tmp_path):
+    def nested(f: h5py.File) -> None:  # Keras' layout, in the new file format
+        weights = f.create_group("model_weights")
+        weights.attrs["layer_names"] = [b"pos", b"dense"]
+        weights.create_dataset("pos/embeddings", data=np.arange(32, dtype="<f4").reshape(8, 4))
+        weights.create_dataset("dense/dense/kernel:0", data=np.ones((4, 4), "<f8"))
+        f.create_group("optimizer_weights")
+
+    _fuzz(_h5(tmp_path / "nested.h5", nested, libver="latest"), 300, seed=13)

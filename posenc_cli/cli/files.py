@@ -12,9 +12,11 @@ from .. import api
 from .. import verify as checking
 from .._printable import printable
 from ..errors import SpecError
+from ..formats import C_OPTIONS, Format
 from ..inspect import describe
 from ..kinds import CONVERT, KINDS, OUTPUT
 from ..params import command_line
+from ..table import Table
 from ._run import fail, mapped_errors
 from .options import max_memory, options, write_options
 from .write import write
@@ -53,9 +55,27 @@ def convert_command(ctx: click.Context, /, input_: str, output_arg: str | None, 
 
         def make() -> Any:
             table = api.load(input_, max_memory=p["max_memory"])
+            if p["key"] is None and p["part"] is None and len(table.arrays) > 1:
+                out = api.plan(p["output"], format=p["format"], check_paths=False)
+                _check_all_fit(input_, table, out.format)
             return api.convert(table, dtype=p["dtype"], scale=p["scale"], zero_point=p["zero_point"], key=p["key"])
 
         write(ctx, make, recorded, lazy=False)
+
+
+def _check_all_fit(file: str, table: Table, fmt: Format) -> None:
+    """``SpecError`` (``--key``) when the arrays of ``table`` cannot all be written to ``fmt`` together: it holds
+    one array (npy, csv), or it is C, whose arrays share one size macro per axis name, and two arrays give an axis
+    two sizes (the tensors of a checkpoint, all named ``seq_len x d_model``)."""
+    sizes: dict[str, int] = {}
+    clash = any(
+        sizes.setdefault(axis, size) != size
+        for key, array in table.arrays.items()
+        for axis, size in zip(table.axes_of(key), array.shape, strict=True)
+    )
+    if fmt.single or (C_OPTIONS <= fmt.options and clash):
+        names = ", ".join(table.arrays)
+        raise SpecError(f"{file} holds {len(table.arrays)} arrays ({names}): pick one with --key", param="key")
 
 
 @click.command("inspect", short_help="Show what a table file holds.")

@@ -12,10 +12,18 @@ Layout written::
   column, no quoting (nothing needs it), UTF-8/ASCII.
 - Every value is the shortest decimal that reads back to the identical float of the table's dtype and always holds
   a ``.`` or an exponent, so pandas and friends infer float columns (``1.0``, never ``1``).
-- CSV carries no parameters or dtype: the table's own dtype decides the digits (float32 tables use float32's
-  shortest digits); :func:`load` returns float64 values, which cast back to the written float32 exactly.
+- Float tables carry no parameters or dtype: the table's own dtype decides the digits (float32 tables use
+  float32's shortest digits); :func:`load` returns float64 values, which cast back to the written float32 exactly.
+- Quantised tables (q15, q7, int8) are written as their integer codes, after a first line that says what the codes
+  are, a comment other CSV readers skip (``pd.read_csv(path, comment="#")``)::
 
-Only 2-D float32/float64 arrays of a single-array table can be written.
+      # dtype=q15
+      # dtype=int8 scale=0.0078125 zero_point=-3
+
+  (``scale`` is Python's shortest ``repr`` of the float, ``zero_point`` an integer); :func:`load` reads such a file
+  back as the codes with those parameters.
+
+Only 2-D arrays of a single-array table can be written.
 
 Reading (the file may be hostile: memory stays bounded by the table it declares, whatever the file holds):
 
@@ -23,25 +31,36 @@ Reading (the file may be hostile: memory stays bounded by the table it declares,
   below applies as usual, so the first row of a BOM-prefixed file is not taken for a header);
 - lines starting with ``#`` and blank lines are skipped; the first other line is a header, skipped, when its first
   cell is not a number; every other line is a row of numbers as Python's ``float`` reads them, in ASCII;
+- the quantisation line: a first line (after the byte order mark) that starts with ``#``, then ``dtype`` and
+  ``=`` (any case, spaces allowed around ``dtype``) claims to say what the values are, and is parsed strictly:
+  ASCII, exactly ``# `` and then ``key=value`` fields separated by one space, each key once, ``dtype`` one of
+  :data:`QUANTISED` and the other keys exactly those it takes (``q15`` and ``q7`` none; ``int8`` ``scale``, a finite
+  decimal number greater than 0, and ``zero_point``, an integer in [-128, 127]). Anything else in such a line is
+  refused, and so is such a line anywhere but first. With it, every value must be an integer code (``[+-]digits``,
+  nothing around it) in the range of the dtype's storage (q15: [-32768, 32767]; q7 and int8: [-128, 127]), and the
+  table holds the codes (``int16``/``int8``) with the parameters ``dtype`` (and ``scale``, ``zero_point``); without
+  it, float64 values and no parameters;
 - refused: rows of different widths, a row of more than :data:`~.limits.MAX_COLUMNS` columns, a line longer than
   :data:`MAX_LINE` bytes, NaN and infinities, cells that are not numbers, text that is not UTF-8.
 
 Two passes over the file. The first counts rows and columns on the raw bytes of each line, one line in memory at a
 time, counting separators before a line is ever split (a row of ten million columns is refused without ten million
-strings). Then ``rows x columns x 8`` bytes are claimed from the read's :class:`~posenc_cli.formats.limits.Budget`,
-one float64 array is allocated, and the second pass parses each line into its row. Memory: the table, plus one line
-and its cells.
+strings). Then ``rows x columns x item size`` bytes (8 for float64) are claimed from the read's
+:class:`~posenc_cli.formats.limits.Budget`, one array is allocated, and the second pass parses each line into its
+row. Memory: the table, plus one line and its cells.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
 
 from ..errors import FormatError, SpecError
-from ..table import Table
+from ..table import Param, Table
 from ._blocks import row_blocks
 from ._spell import decimal, element_name
 from .limits import MAX_COLUMNS, Budget
@@ -52,6 +71,21 @@ from .options import WriteOptions
 MAX_LINE = MAX_COLUMNS * 64
 #: The UTF-8 byte order mark some editors and spreadsheets put first.
 BOM = b"\xef\xbb\xbf"
+
+#: The element types whose codes CSV holds behind a quantisation line: the storage of the codes and the keys the
+#: line takes besides ``dtype``.
+QUANTISED: dict[str, tuple[np.dtype, tuple[str, ...]]] = {
+    "q15": (np.dtype(np.int16), ()),
+    "q7": (np.dtype(np.int8), ()),
+    "int8": (np.dtype(np.int8), ("scale", "zero_point")),
+}
+
+#: A line that claims to be the quantisation line (and is then parsed strictly).
+_CLAIMS = re.compile(rb"#\s*dtype\s*=", re.IGNORECASE)
+_KEY_VALUE = re.compile(r"([a-z_]+)=(\S+)\Z")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}\Z")
+_CODES = re.compile(rb"[+-]?[0-9]{1,20}(?:,[+-]?[0-9]{1,20})*\Z")
 
 
 def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
@@ -64,8 +98,8 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
             param="part",
         )
     element = element_name(table)
-    if "scale" in table.params:  # what an int8 table means travels with it, in a comment readers skip
-        quantisation = f"# dtype={element} scale={table.params['scale']!r} zero_point={table.params['zero_point']}\n"
+    quantisation = _quantisation_line(table, element)
+    if quantisation is not None:  # what the codes mean travels with them, in a comment readers skip
         fp.write(quantisation.encode("ascii"))
     if options.header:
         fp.write((",".join(f"d{j}" for j in range(array.shape[1])) + "\n").encode("ascii"))
@@ -75,23 +109,84 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         fp.write(spell(block, seps, b""))
 
 
+def _quantisation_line(table: Table, element: str) -> str | None:
+    """The first line of a quantised table's CSV (see the module docstring), ``None`` for any other table."""
+    if element not in QUANTISED or table.array.dtype.newbyteorder("=") != QUANTISED[element][0]:
+        return None
+    if element != "int8":
+        return f"# dtype={element}\n"
+    if "scale" not in table.params:
+        return None
+    return f"# dtype={element} scale={table.params['scale']!r} zero_point={table.params.get('zero_point', 0)}\n"
+
+
 def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
-    """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64; ``FormatError`` otherwise.
+    """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64, or posenc's quantised CSV as its
+    codes and parameters; ``FormatError`` otherwise.
 
     Examples
     --------
     >>> import io
     >>> load(io.BytesIO(b"\\xef\\xbb\\xbf1.0,2.0\\n3.0,4.0\\n")).array.tolist()
     [[1.0, 2.0], [3.0, 4.0]]
+    >>> table = load(io.BytesIO(b"# dtype=int8 scale=0.5 zero_point=-3\\nd0,d1\\n-3,127\\n"))
+    >>> table.array.dtype.name, table.array.tolist(), dict(table.params)
+    ('int8', [[-3, 127]], {'dtype': 'int8', 'scale': 0.5, 'zero_point': -3})
     """
     budget = budget or Budget()
     start = fp.tell()
-    rows, width = _shape(fp)
-    budget.claim(rows * width * 8, f"a {rows} x {width} CSV table")
-    values = np.empty((rows, width), np.float64)
+    params = _quantisation(fp)
     fp.seek(start)
-    _parse(fp, values)
-    return Table("array", {"pe": values})
+    rows, width = _shape(fp)
+    dtype = QUANTISED[str(params["dtype"])][0] if params else np.dtype(np.float64)
+    codes = f" of {params['dtype']} codes" if params else ""
+    budget.claim(rows * width * dtype.itemsize, f"a {rows} x {width} CSV table{codes}")
+    values = np.empty((rows, width), dtype)
+    fp.seek(start)
+    _parse(fp, values, str(params["dtype"]) if params else None)
+    return Table("array", {"pe": values}, params)
+
+
+def _quantisation(fp: BinaryIO) -> dict[str, Param]:
+    """The parameters the quantisation line gives (``{}`` when the first line is not one); ``FormatError`` for a
+    line that claims to be one and is not exactly what posenc writes."""
+    first = next(_lines(fp), None)
+    if first is None or not _CLAIMS.match(first[1]):
+        return {}
+    line = first[1]
+
+    def refuse(why: str) -> FormatError:
+        return FormatError(f"CSV line 1 {line[:120]!r} is not a quantisation line posenc reads: {why}")
+
+    if not line.startswith(b"# ") or not line.isascii():
+        raise refuse("it must be ASCII, '# ' then key=value fields")
+    fields: dict[str, str] = {}
+    for field in line[2:].decode("ascii").split(" "):
+        match = _KEY_VALUE.match(field)
+        if match is None:
+            raise refuse(f"{field[:40]!r} is not key=value (one space between fields)")
+        key, value = match.groups()
+        if key in fields:
+            raise refuse(f"{key} is given twice")
+        fields[key] = value
+    name = fields.pop("dtype", None)
+    if name not in QUANTISED:
+        shown = "no dtype" if name is None else f"dtype {name[:40]!r}"
+        raise refuse(f"{shown}; the line names {', '.join(QUANTISED)}")
+    wanted = QUANTISED[name][1]
+    if set(fields) != set(wanted):
+        extra = sorted(set(fields) - set(wanted))
+        told = f"the key {extra[0][:40]!r} is not one of its" if extra else "it lacks one of its"
+        raise refuse(f"{told} keys ({name} takes {', '.join(wanted) or 'none besides dtype'})")
+    params: dict[str, Param] = {"dtype": name}
+    if name == "int8":
+        scale, zero_point = fields["scale"], fields["zero_point"]
+        if not _DECIMAL.match(scale) or not math.isfinite(float(scale)) or float(scale) <= 0:
+            raise refuse(f"scale {scale[:40]!r} is not a finite decimal number greater than 0")
+        if not _INTEGER.match(zero_point) or not -128 <= int(zero_point) <= 127:
+            raise refuse(f"zero_point {zero_point[:40]!r} is not an integer in [-128, 127]")
+        params.update(scale=float(scale), zero_point=int(zero_point))
+    return params
 
 
 def _lines(fp: BinaryIO) -> Iterator[tuple[int, bytes]]:
@@ -114,6 +209,11 @@ def _data_lines(fp: BinaryIO) -> Iterator[tuple[int, bytes]]:
     for number, line in _lines(fp):
         if line.startswith(b"#") or not line.strip():
             _check_text(line, number)
+            if number > 1 and _CLAIMS.match(line):
+                raise FormatError(
+                    f"CSV line {number} {line[:120]!r} is a quantisation line, which posenc reads only as the first "
+                    "line"
+                )
             continue
         if header_possible:
             header_possible = False
@@ -145,13 +245,17 @@ def _shape(fp: BinaryIO) -> tuple[int, int]:
     return rows, width
 
 
-def _parse(fp: BinaryIO, values: np.ndarray) -> None:
-    """Fill ``values`` with the rows :func:`_shape` counted."""
+def _parse(fp: BinaryIO, values: np.ndarray, codes: str | None) -> None:
+    """Fill ``values`` with the rows :func:`_shape` counted (``codes``: the quantised type the values are codes of)."""
     rows, width = values.shape
     row = 0
     for number, line in _data_lines(fp):
         if row == rows or line.count(b",") + 1 != width:
             raise FormatError("the CSV file changed while posenc read it")
+        if codes is not None:
+            _parse_codes(line, values, row, number, codes)
+            row += 1
+            continue
         cells = line.split(b",")
         try:
             values[row] = [float(cell) for cell in cells]
@@ -163,6 +267,22 @@ def _parse(fp: BinaryIO, values: np.ndarray) -> None:
         row += 1
     if row != rows:
         raise FormatError("the CSV file changed while posenc read it")
+
+
+def _parse_codes(line: bytes, values: np.ndarray, row: int, number: int, codes: str) -> None:
+    """One row of integer codes of ``codes`` (q15, q7, int8), each checked against the storage's range."""
+    where = f"CSV row {row + 1} (line {number})"
+    cells = line.split(b",")
+    if not _CODES.match(line):
+        bad = next((cell for cell in cells if not _CODES.match(cell)), line)
+        raise FormatError(f"{where}: {bad[:40]!r} is not an integer code of {codes}")
+    ints = [int(cell) for cell in cells]
+    info = np.iinfo(values.dtype)
+    low, high = min(ints), max(ints)
+    if low < info.min or high > info.max:
+        bad_value = low if low < info.min else high
+        raise FormatError(f"{where}: {bad_value} is outside the codes of {codes}, [{info.min}, {info.max}]")
+    values[row] = ints
 
 
 def _is_numeric(cell: bytes) -> bool:

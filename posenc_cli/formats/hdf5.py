@@ -23,9 +23,18 @@ produced block by block never has to be whole in memory.
 Read (every file may be hostile, see :mod:`~posenc_cli.formats.limits`); everything is checked before any data is
 read, and anything else is refused with one line naming the dataset, link or attribute:
 
-- Where: every dataset at the root, or in the root's only group when the root holds nothing else; at most
-  :data:`~posenc_cli.formats.limits.MAX_ARRAYS` entries in either. Only hard links are read: a soft link or an
-  external link there is refused, never followed (so a link loop costs nothing, and no other file is opened).
+- Where: every dataset of the file, found by walking its groups from the root (links in the order HDF5 keeps
+  them, by name; depth first). A dataset's key is its path without the leading ``/``: ``pe`` at the root,
+  ``grp/emb`` or ``model_weights/pos/embeddings`` in groups (Keras' layout). posenc's own layout of a table written
+  with a group name reads as it is written: when the root holds no dataset and one group, and that group holds
+  datasets and no group, the keys are the datasets' names in it (``cos``, not ``rope/cos``).
+- The walk is bounded before it goes on: groups nest at most :data:`~posenc_cli.formats.limits.MAX_NESTING` levels
+  below the root; at most :data:`~posenc_cli.formats.limits.MAX_GROUPS` groups,
+  :data:`~posenc_cli.formats.limits.MAX_ARRAYS` datasets and :data:`MAX_LINKS` links in all (a group's link count is
+  checked before any of its links is looked at). Only hard links are followed: a soft link or an external link is
+  refused, never followed (so a soft-link loop costs nothing, and no other file is opened), and so is a second hard
+  link to a group already reached (a hard-link loop, or one group under two names). Named datatypes (types
+  committed to the file, no data) are skipped.
 - Values: integers of 8 to 64 bits and IEEE floats of 16, 32 or 64 bits, in either byte order (returned in native
   order), with a scalar or simple dataspace of at most :data:`~posenc_cli.formats.limits.MAX_DIMS` dimensions (a
   zero-length one is an empty array). Refused: a null dataspace, and strings, compound, enum (h5py's booleans too),
@@ -84,11 +93,15 @@ from ._hdf5_raw import (
     shown,
 )
 from .identifiers import member_names
-from .limits import MAX_ARRAYS, MAX_ATTRIBUTES, MAX_DIMS, Budget, check_count, human
+from .limits import MAX_ARRAYS, MAX_ATTRIBUTES, MAX_DIMS, MAX_GROUPS, MAX_NESTING, Budget, check_count, human
 from .options import WriteOptions
 
 #: The most chunks (written or not) of one dataset: each costs a look-up in the file's chunk index.
 MAX_CHUNKS = 1 << 18
+
+#: The most links the walk of a file's groups looks at: each costs a look-up of the object it leads to, and each is
+#: a dataset, a group or a named datatype.
+MAX_LINKS = MAX_ARRAYS + MAX_GROUPS
 
 #: What a dataset of each HDF5 type class holds (``H5T_class_t``, stable since HDF5 1.8), for messages.
 _CLASSES = (
@@ -149,64 +162,135 @@ def _attr_value(value: Param) -> Any:
 
 
 def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
-    """Read every dataset at the root of an HDF5 file (the rules are in the module docstring); ``FormatError`` when
-    it is not a table posenc reads, before any memory past ``budget`` is taken."""
+    """Read every dataset of an HDF5 file (the rules are in the module docstring); ``FormatError`` when it is not
+    a table posenc reads, before any memory past ``budget`` is taken."""
     import h5py
 
     budget = budget or Budget()
     file_size = fp.seek(0, 2)
     fp.seek(0)
     with reading("not a readable HDF5 file"), h5py.File(fp, "r") as f:
-        group, where, names = _table_group(f)
-        datasets = [_check(group, raw, key, where + key, budget) for key, raw in names]
+        found = _table_datasets(f)
+        datasets = [_check(entry.parent, entry.raw, key, entry.path, budget) for entry, key in found]
         kind, params = _kind_and_params(datasets, fp, f, file_size)
         arrays = {d.key: _read(d, file_size) for d in datasets}
     return Table(kind, arrays, params)
 
 
-def _table_group(f: Any) -> tuple[Any, str, list[tuple[str, bytes]]]:
-    """The group whose datasets make the table, its path, and their names (as text and as stored)."""
+@dataclass(frozen=True)
+class _Entry:
+    """A hard link the walk found, nothing opened through it yet."""
+
+    parent: Any  # the h5py GroupID that holds it
+    raw: bytes  # its name as stored
+    path: str  # "/grp/emb"
+    kind: int  # what it leads to: h5o.TYPE_DATASET, TYPE_GROUP or TYPE_NAMED_DATATYPE
+
+
+def _table_datasets(f: Any) -> list[tuple[_Entry, str]]:
+    """The datasets that make the table, each with its key (the rules are in the module docstring)."""
     from h5py import h5o
 
-    entries = _entries(f, "/")
-    datasets = [(key, raw) for key, raw, kind in entries if kind == h5o.TYPE_DATASET]
-    groups = [(key, raw) for key, raw, kind in entries if kind == h5o.TYPE_GROUP]
-    if not datasets and len(groups) == 1:
-        key, raw = groups[0]
-        group = f[raw]
-        datasets = [(k, r) for k, r, kind in _entries(group, f"/{key}/") if kind == h5o.TYPE_DATASET]
-        return group, f"/{key}/", _some(datasets)
-    return f, "/", _some(datasets)
+    walk = _Walk(f.id)
+    top = walk.entries(f.id, "/")
+    groups = [e for e in top if e.kind == h5o.TYPE_GROUP]
+    if len(groups) == 1 and not any(e.kind == h5o.TYPE_DATASET for e in top):
+        only = groups[0]
+        inner = walk.entries(walk.open(only), only.path + "/")
+        kinds = {e.kind for e in inner}
+        if h5o.TYPE_DATASET in kinds and h5o.TYPE_GROUP not in kinds:  # posenc's layout: a table under a group name
+            return [(e, e.path[len(only.path) + 1 :]) for e in inner if e.kind == h5o.TYPE_DATASET]
+        found = walk.datasets([only], inner)
+    else:
+        found = walk.datasets([], top)
+    if not found:
+        raise FormatError("the HDF5 file holds no dataset, at its root or in any group")
+    return [(e, e.path[1:]) for e in found]
 
 
-def _some(datasets: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-    if not datasets:
-        raise FormatError("the HDF5 file holds no dataset at its root")
-    return datasets
+class _Walk:
+    """The walk of a file's groups, with what it has counted so far (every limit is checked as it goes)."""
 
+    def __init__(self, root: Any) -> None:
+        from h5py import h5o
 
-def _entries(group: Any, where: str) -> list[tuple[str, bytes, int]]:
-    """Every entry of ``group``: its name, its stored name and its object type; links other than hard ones are
-    refused before anything is opened through them."""
-    from h5py import h5l, h5o
+        self.links = self.groups = self.datasets_seen = 0
+        self.reached: dict[int, str] = {int(h5o.get_info(root).addr): "/"}  # group address -> its path
 
-    check_count(len(group), MAX_ARRAYS, f"entries in the HDF5 group {where!r}")
-    entries = []
-    for raw in group.id:
-        path = where + _text(raw, f"a name in the HDF5 group {where!r}")
-        link = group.id.links.get_info(raw).type
-        if link == h5l.TYPE_SOFT:
-            target = shown(group.id.links.get_val(raw))
-            raise FormatError(f"{path!r} is a soft link to {target!r}; posenc follows no link, it reads datasets only")
-        if link == h5l.TYPE_EXTERNAL:
-            file, node = (shown(part) for part in group.id.links.get_val(raw))
+    def datasets(self, above: list[_Entry], entries: list[_Entry]) -> list[_Entry]:
+        """The datasets among ``entries`` and, depth first, in every group among them (``above``: the groups the
+        walk is in, below the root)."""
+        from h5py import h5o
+
+        found = []
+        for entry in entries:
+            if entry.kind == h5o.TYPE_DATASET:
+                found.append(entry)
+            elif entry.kind == h5o.TYPE_GROUP:
+                if len(above) + 1 > MAX_NESTING:
+                    raise FormatError(
+                        f"the HDF5 group {entry.path!r} lies {len(above) + 1} groups below the root, deeper than the "
+                        f"{MAX_NESTING} levels posenc reads"
+                    )
+                inner = self.entries(self.open(entry), entry.path + "/")
+                found += self.datasets([*above, entry], inner)
+        return found
+
+    def open(self, entry: _Entry) -> Any:
+        """The GroupID of the group ``entry`` leads to."""
+        from h5py import h5g
+
+        with reading(f"the HDF5 group {entry.path!r} is unreadable"):
+            return h5g.open(entry.parent, entry.raw)
+
+    def entries(self, gid: Any, where: str) -> list[_Entry]:
+        """Every link of the group ``gid`` (whose path is ``where``, ending in ``/``), each counted and checked:
+        hard links only, no group reached twice."""
+        from h5py import h5l, h5o
+
+        with reading(f"the HDF5 group {where!r} is unreadable"):
+            count = int(gid.get_num_objs())
+        self.links += count
+        check_count(self.links, MAX_LINKS, f"links (counted as far as the HDF5 group {where!r})")
+        entries = []
+        for raw in gid:
+            path = where + _text(raw, f"a name in the HDF5 group {where!r}")
+            with reading(f"the HDF5 link {path!r} is unreadable"):
+                link = gid.links.get_info(raw).type
+                if link == h5l.TYPE_SOFT:
+                    target = shown(gid.links.get_val(raw))
+                    raise FormatError(
+                        f"{path!r} is a soft link to {target!r}; posenc follows no link, it reads datasets only"
+                    )
+                if link == h5l.TYPE_EXTERNAL:
+                    file, node = (shown(part) for part in gid.links.get_val(raw))
+                    raise FormatError(
+                        f"{path!r} is an external link to {node!r} in the file {file!r}; posenc never reads another "
+                        "file"
+                    )
+                if link != h5l.TYPE_HARD:
+                    raise FormatError(f"{path!r} is a user-defined HDF5 link (type {link}); posenc follows no link")
+                info = h5o.get_info(gid, raw)
+            entry = _Entry(gid, bytes(raw), path, int(info.type))
+            if entry.kind == h5o.TYPE_GROUP:
+                self._reach(int(info.addr), path)
+            elif entry.kind == h5o.TYPE_DATASET:
+                self.datasets_seen += 1
+            elif entry.kind != h5o.TYPE_NAMED_DATATYPE:
+                raise FormatError(f"{path!r} leads to an HDF5 object of unknown type {entry.kind}")
+            entries.append(entry)
+        check_count(self.datasets_seen, MAX_ARRAYS, f"datasets (counted as far as the HDF5 group {where!r})")
+        return entries
+
+    def _reach(self, address: int, path: str) -> None:
+        if address in self.reached:
             raise FormatError(
-                f"{path!r} is an external link to {node!r} in the file {file!r}; posenc never reads another file"
+                f"{path!r} is a second hard link to the group {self.reached[address]!r} (a loop, or one group under "
+                "two names); posenc walks each group once"
             )
-        if link != h5l.TYPE_HARD:
-            raise FormatError(f"{path!r} is a user-defined HDF5 link (type {link}); posenc follows no link")
-        entries.append((path[len(where) :], bytes(raw), int(h5o.get_info(group.id, raw).type)))
-    return entries
+        self.reached[address] = path
+        self.groups += 1
+        check_count(self.groups, MAX_GROUPS, f"HDF5 groups (counted as far as {path!r})")
 
 
 def _text(raw: bytes, what: str) -> str:
@@ -219,12 +303,13 @@ def _text(raw: bytes, what: str) -> str:
     return text
 
 
-def _check(group: Any, raw: bytes, key: str, path: str, budget: Budget) -> Dataset:
-    """Everything about one dataset except its data: storage, filters, shape, type; its size claimed."""
+def _check(parent: Any, raw: bytes, key: str, path: str, budget: Budget) -> Dataset:
+    """Everything about one dataset (the link ``raw`` of the group ``parent``, a GroupID) except its data: storage,
+    filters, shape, type; its size claimed."""
     import h5py
 
     with reading(f"dataset {path!r} is unreadable"):
-        node = h5py.Dataset(h5py.h5d.open(group.id, raw))
+        node = h5py.Dataset(h5py.h5d.open(parent, raw))
         plist = node.id.get_create_plist()
         chunk = _storage(plist, path)
         filters = _filters(plist, path)

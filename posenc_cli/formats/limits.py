@@ -50,6 +50,9 @@ MAX_NESTING = 32
 MAX_COLUMNS = 1 << 20
 #: The most attributes (parameters) of one array.
 MAX_ATTRIBUTES = 256
+#: The most HDF5 groups posenc walks into in one file (the root not counted); how deep they nest is bounded by
+#: :data:`MAX_NESTING`.
+MAX_GROUPS = 256
 
 
 def default_limit() -> int:
