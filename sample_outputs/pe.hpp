@@ -17,8 +17,8 @@
  * Needs: C++11.
  */
 
-#ifndef POSENC_PE_H
-#define POSENC_PE_H
+#ifndef POSENC_POSENC_PE_HPP
+#define POSENC_POSENC_PE_HPP
 
 #include <cstddef>
 
@@ -36,12 +36,17 @@
 #endif
 #endif
 
+/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. __attribute__((section(".tables"))). */
+#ifndef POSENC_TABLE_ATTRIBUTE
+#define POSENC_TABLE_ATTRIBUTE
+#endif
+
 namespace posenc {
 
 constexpr std::size_t PE_SEQ_LEN = 16;
 constexpr std::size_t PE_D_MODEL = 8;
 
-POSENC_ALIGNED(16) constexpr float pe[PE_SEQ_LEN][PE_D_MODEL] = {
+POSENC_ALIGNED(16) constexpr float pe[PE_SEQ_LEN][PE_D_MODEL] POSENC_TABLE_ATTRIBUTE = {
     {0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f},
     {0.84147096f, 0.5403023f, 0.099833414f, 0.9950042f, 0.009999833f, 0.99995f, 0.0009999998f, 0.9999995f},
     {0.9092974f, -0.41614684f, 0.19866933f, 0.9800666f, 0.019998666f, 0.9998f, 0.0019999987f, 0.999998f},
@@ -62,4 +67,4 @@ POSENC_ALIGNED(16) constexpr float pe[PE_SEQ_LEN][PE_D_MODEL] = {
 
 }  // namespace posenc
 
-#endif /* POSENC_PE_H */
+#endif /* POSENC_POSENC_PE_HPP */

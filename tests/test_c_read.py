@@ -326,7 +326,7 @@ def test_integers_out_of_range_are_refused():
 def test_declarations_alone_name_the_file_with_the_values(tmp_path):
     posenc_cli.save(posenc_cli.rope(2, 4), tmp_path / "r.c")
     posenc_cli.save(posenc_cli.alibi(3, 2), tmp_path / "al.bin")
-    with pytest.raises(FormatError, match=r"'.*r\.h': this header only declares the arrays; .* the \.c file"):
+    with pytest.raises(FormatError, match=r"'.*r\.h': this is the declarations header of a \.c/\.h pair: .* read r\.c"):
         posenc_cli.load(tmp_path / "r.h")
     with pytest.raises(FormatError, match=r"only declares the arrays; their values are in al\.bin \(format bin\)"):
         posenc_cli.load(tmp_path / "al.h")

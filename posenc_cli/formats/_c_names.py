@@ -13,6 +13,11 @@ from the table as they are:
   axis names that give one macro are refused, and so is one axis with two sizes.
 - Fixed names: the guard ``POSENC_<NAME>_H``, ``<NAME>_TABLE_ID`` (the pair formats), ``<NAME>_INCBIN`` (format
   ``bin``), ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT`` (int8).
+- C++ (``lang="c++"``): the guard is ``POSENC_<NS>_<NAME>_HPP`` and the identity ``<NS>_<NAME>_TABLE_ID``, ``<NS>``
+  being the namespace's parts upper-cased and joined by ``_`` (none without a namespace: ``POSENC_<NAME>_HPP``).
+  The two are macros, which no namespace scopes: the C header and the C++ header of one name (``pe.h`` and
+  ``pe.hpp``) and the C++ headers of one name in two namespaces can be included in one translation unit, and no
+  guard hides the other file. Everything else a C++ file names is in its namespace.
 - No two of these names are equal (``PE_SEQ_LEN`` cannot be a symbol and a macro), and none is longer than
   :data:`SIGNIFICANT`, the 63 characters that C99 (5.2.4.1) keeps significant in a macro or internal name.
 
@@ -62,14 +67,19 @@ class CNames:
     incbin: str
     scale: str
     zero_point: str
+    #: The guard and the identity macro carry a C++ namespace.
+    namespaced: bool = False
 
 
-def c_names(table: Table, name: str, *, quantised: bool = False) -> CNames:
-    """The identifiers of ``table`` written under the name ``name`` (``quantised``: with the int8 macros);
-    ``FormatError`` for collisions or lengths past :data:`SIGNIFICANT`, ``SpecError`` for a ``name`` that is not an
-    identifier or makes a fixed name too long."""
+def c_names(
+    table: Table, name: str, *, quantised: bool = False, cxx: bool = False, namespace: str | None = None
+) -> CNames:
+    """The identifiers of ``table`` written under the name ``name`` (``quantised``: with the int8 macros; ``cxx``:
+    a C++ file, in ``namespace`` if given); ``FormatError`` for collisions or lengths past :data:`SIGNIFICANT`,
+    ``SpecError`` for a ``name`` that is not an identifier or makes a fixed name too long."""
     check_name(name)
     upper = name.upper()
+    qualified = "".join(part.upper() + "_" for part in (namespace.split("::") if namespace else [])) + upper
     keys = list(table.arrays)
     if len(keys) == 1:
         symbols = {keys[0]: name}
@@ -93,14 +103,15 @@ def c_names(table: Table, name: str, *, quantised: bool = False) -> CNames:
     names = CNames(
         name,
         upper,
-        f"POSENC_{upper}_H",
+        f"POSENC_{qualified}_HPP" if cxx else f"POSENC_{upper}_H",
         symbols,
         dims,
         sizes,
-        f"{upper}_TABLE_ID",
+        f"{qualified if cxx else upper}_TABLE_ID",
         f"{upper}_INCBIN",
         f"{upper}_SCALE",
         f"{upper}_ZERO_POINT",
+        cxx and qualified != upper,
     )
     _check_distinct(names, table, quantised)
     return names
@@ -118,9 +129,10 @@ def _check_distinct(names: CNames, table: Table, quantised: bool) -> None:
     for macro, what in fixed.items():
         if len(macro) > SIGNIFICANT and (quantised or macro != names.zero_point):
             raise SpecError(
-                f"the name {names.name!r} makes {what} {macro} {len(macro)} characters long, and C keeps "
-                f"{SIGNIFICANT} significant: use a shorter --name",
-                param="name",
+                f"the name {names.name!r}{' in its namespace' if names.namespaced else ''} makes {what} {macro} "
+                f"{len(macro)} characters long, and C keeps "
+                f"{SIGNIFICANT} significant: use a shorter --name{' or --namespace' if names.namespaced else ''}",
+                param="namespace" if names.namespaced else "name",
             )
     seen: dict[str, str] = dict(fixed)
     axes = {

@@ -64,7 +64,7 @@ _LINES = {
     "size": re.compile(
         rb"(?:#define ([A-Za-z0-9_]+) ([0-9]+)|(?:inline )?constexpr std::size_t ([A-Za-z0-9_]+) = ([0-9]+);)\n"
     ),
-    "guard": re.compile(rb"#ifndef POSENC_([A-Za-z0-9_]+)_H\n"),
+    "guard": re.compile(rb"#ifndef (POSENC_([A-Za-z0-9_]+)_(?:H|HPP))\n"),
     "id": re.compile(rb"#define ([A-Za-z0-9_]+)_TABLE_ID (0x[0-9A-F]{16})\n"),
     "check": re.compile(rb"#if !defined\(([A-Za-z0-9_]+)_TABLE_ID\) \|\| [A-Za-z0-9_]+ != (0x[0-9A-F]{16})\n"),
     "namespace": re.compile(rb"namespace " + _NAME + rb" \{\n"),
@@ -96,7 +96,10 @@ class CFile:
     declared: list[CArray] = field(default_factory=list)
     values: list[np.ndarray] = field(default_factory=list)
     hexadecimal: bool = False
+    #: ``<NAME>`` of the include guard ``POSENC_<NAME>_H`` (C++: ``POSENC_<NS>_<NAME>_HPP``, ``<NS>_<NAME>``), and
+    #: the whole guard macro.
     guard: str | None = None
+    guard_macro: str | None = None
     sizes: dict[str, int] = field(default_factory=dict)
     namespace: list[str] = field(default_factory=list)
     #: ``<NAME>`` and the identity of ``#define <NAME>_TABLE_ID`` (a ``.h``) or of the check (a ``.c``).
@@ -149,19 +152,17 @@ def read_file(fp: BinaryIO, budget: Budget, *, values: bool) -> CFile:
     size = bytes_left(fp)
     stream = Stream(fp)
     comment = read_comment(stream)
-    if values:
-        total = sum(int(np.prod(shape, dtype=object)) for _, shape in comment.shapes)
-        if size is not None and 2 * total > size:  # every value takes at least two bytes ("0,")
-            raise FormatError(f"truncated file: the comment promises {total} values and the file holds {size} bytes")
     file = CFile(comment)
     closed = False
     while line := stream.readline():
         kind, match = next(((k, m) for k, p in _LINES.items() if (m := p.fullmatch(line)) is not None), ("", None))
         if match is None:
-            closed = closed or (file.guard is not None and line == f"#endif /* POSENC_{file.guard}_H */\n".encode())
+            closed = closed or (file.guard is not None and line == f"#endif /* {file.guard_macro} */\n".encode())
         elif kind == "definition":
             if len(file.defined) == len(comment.shapes):
                 raise FormatError("the file defines more arrays than its comment describes")
+            if values and not file.defined:
+                _check_size(comment, size)
             array = _array(match, 3, match[2].decode(), int(match[1]) if match[1] else None, match[6])
             file.defined.append(array)
             if values:
@@ -179,7 +180,7 @@ def read_file(fp: BinaryIO, budget: Budget, *, values: bool) -> CFile:
             macro, value = (match[1], match[2]) if match[1] is not None else (match[3], match[4])
             file.sizes.setdefault(macro.decode("ascii"), int(value))
         elif kind == "guard" and file.guard is None:
-            file.guard = match[1].decode("ascii")
+            file.guard_macro, file.guard = match[1].decode("ascii"), match[2].decode("ascii")
         elif kind in ("id", "check") and file.identity is None:
             file.identity = (match[1].decode("ascii"), match[2].decode("ascii"))
         elif kind == "namespace":
@@ -193,8 +194,16 @@ def read_file(fp: BinaryIO, budget: Budget, *, values: bool) -> CFile:
         elif kind == "incbin":
             file.spans.append((int(match[1]), int(match[2])))
     if file.guard is not None and not closed:
-        raise FormatError(f"truncated file: the include guard POSENC_{file.guard}_H is never closed")
+        raise FormatError(f"truncated file: the include guard {file.guard_macro} is never closed")
     return file
+
+
+def _check_size(comment: Comment, size: int | None) -> None:
+    """``FormatError`` when a file of ``size`` bytes cannot hold the values the comment promises (checked at the
+    first definition, before any is allocated: a header that only declares the arrays holds none)."""
+    total = sum(int(np.prod(shape, dtype=object)) for _, shape in comment.shapes)
+    if size is not None and 2 * total > size:  # every value takes at least two bytes ("0,")
+        raise FormatError(f"truncated file: the comment promises {total} values and the file holds {size} bytes")
 
 
 def _array(match: re.Match[bytes], at: int, qualifiers: str, align: int | None, placement: bytes | None) -> CArray:

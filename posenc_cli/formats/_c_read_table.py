@@ -57,11 +57,16 @@ def table_layout(file: CFile, arrays: list[CArray]) -> tuple[str, list[tuple[str
 
 
 def _name(file: CFile, arrays: list[CArray]) -> str:
-    """The table's name: its upper case from the guard (a ``.c``: its identity check), its spelling from the
-    first symbol (the whole symbol for a table of one array)."""
+    """The table's name: its upper case from the guard (a ``.c``: its identity check) without the namespace a C++
+    file's carries (``POSENC_<NS>_<NAME>_HPP``), its spelling from the first symbol (the whole symbol for a table
+    of one array)."""
     upper = file.guard if file.guard is not None else file.identity[0] if file.identity is not None else None
     if upper is None:
         raise FormatError(f"{DID_NOT_WRITE}: it has no include guard and no table identity check")
+    qualifier = "".join(part.upper() + "_" for part in file.namespace)
+    if not upper.startswith(qualifier):
+        raise FormatError(f"the guard or identity of the table {upper} does not name its namespace")
+    upper = upper[len(qualifier) :]
     if len(arrays) == 1:
         name = arrays[0].symbol
     else:
@@ -91,7 +96,7 @@ def write_options(file: CFile, name: str, arrays: list[CArray]) -> Iterator[Writ
         aligns = [file.balign]
     else:
         aligns = [1, 2, 4, 8, 16]
-    lang = "c++" if "constexpr" in first.qualifiers else "c"
+    lang = "c++" if is_cxx(file) else "c"
     progmem = first.progmem or file.section == ".progmem.data"
     for literal in literals:
         for align in aligns:
@@ -106,6 +111,19 @@ def write_options(file: CFile, name: str, arrays: list[CArray]) -> Iterator[Writ
                 float_literal=literal,
                 c_half_type=first.ctype if first.ctype in ("_Float16", "__fp16") else None,
             )
+
+
+def is_cxx(file: CFile) -> bool:
+    """Whether the file is C++: ``constexpr`` definitions, a namespace, a C++ guard, or (the ``.cpp`` of a pair
+    without a namespace, whose code reads as C's) the ``Needs: C++`` line of its comment. The comparison then holds
+    the whole file to what the writer writes in that language."""
+    arrays = file.defined or file.declared
+    return (
+        (bool(arrays) and "constexpr" in arrays[0].qualifiers)
+        or bool(file.namespace)
+        or (file.guard_macro or "").endswith("_HPP")
+        or any(note.startswith("Needs: C++") for note in file.comment.notes)
+    )
 
 
 def make_table(file: CFile, arrays: list[CArray], values: list[np.ndarray]) -> tuple[str, Table]:

@@ -36,6 +36,17 @@ clang's assembler would pad), and the block ends with ``.incbin "<stem>.bin", <t
 <its size>``, backwards when the ``.bin`` holds more. A ``.bin`` of the right size and other values is refused by
 ``posenc verify`` and ``inspect``, which check the identity; a build cannot.
 
+C++ (``lang="c++"``, which the suffixes ``.hpp``/``.hh``/``.hxx`` and ``.cpp``/``.cc``/``.cxx`` imply): the same
+files, with ``<cstddef>`` and ``std::size_t`` constants instead of size macros, ``constexpr`` definitions in a
+self-contained header, and everything in ``namespace`` when one is given (C++11; without one, ``inline constexpr``,
+C++17). A C++ pair (``pe.cpp`` with ``pe.hpp``, :mod:`~posenc_cli.formats._suffixes` pairs the suffixes) declares
+the arrays ``extern const`` with C++ linkage (no ``extern "C"``: a namespace's symbols are the namespace's), and the
+``.cpp`` defines them inside the namespace and ends with the same identity check as a ``.c``. A C++ file's include
+guard is ``POSENC_<NS>_<NAME>_HPP`` and its identity macro ``<NS>_<NAME>_TABLE_ID`` (``<NS>`` the namespace's parts,
+upper case, none without one: :mod:`~posenc_cli.formats._c_names`), so neither is the macro of the C file of the
+same name nor of the C++ file of the same name in another namespace; ``POSENC_TABLE_ATTRIBUTE`` is there as in C.
+The ``.h`` of a ``.bin`` is C only (``lang="c++"`` is refused; it compiles as C++ too).
+
 Every identifier is made by :mod:`posenc_cli.formats._c_names` with the one mapping of
 :mod:`posenc_cli.formats.identifiers` (``<name>_<key>`` symbols, ``<NAME>_<AXIS>`` macros, at most 63 characters,
 collisions refused); no array, axis or parameter text is pasted into code. Comment text, file names and assembler
@@ -50,8 +61,8 @@ Options (:class:`~posenc_cli.formats.options.WriteOptions`):
 - ``POSENC_TABLE_ATTRIBUTE`` is always there and empty unless the build defines it (``-DPOSENC_TABLE_ATTRIBUTE=
   '__attribute__((section(".tables")))'``), like CMSIS's ``ARM_DSP_TABLE_ATTRIBUTE``.
 - ``progmem``: the table goes to AVR flash (``PROGMEM``); read it with ``pgm_read_float``/``pgm_read_word``.
-- ``lang="c++"`` (header only): ``inline constexpr`` (C++17) with ``std::size_t`` size constants, or ``constexpr``
-  inside ``namespace`` (C++11) when one is given.
+- ``lang="c++"`` (headers and pairs, above): ``inline constexpr`` (C++17) with ``std::size_t`` size constants, or
+  ``constexpr`` inside ``namespace`` (C++11) when one is given.
 - int8 tables also get ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT``.
 
 Decimal literals compile under C89/C99/C11 and C++98 and later with ``-Wall -Wextra -Wpedantic -Werror``; the
@@ -71,13 +82,14 @@ from typing import BinaryIO, Literal, Protocol
 import numpy as np
 
 from .._version import __version__
-from ..errors import FormatError, PosencWarning, SpecError
+from ..errors import FormatError, PosencAdvice, SpecError
 from ..table import Table
 from ._blocks import row_blocks
 from ._c_identity import ValuesHash, blocks, remember, table_id, values_digest
 from ._c_names import CNames, asm_string, c_names, c_string, check_file_name, comment_line
 from ._ctypes import CElement, c_element
 from ._spell import element_name
+from ._suffixes import header_name
 from .options import WriteOptions
 
 #: Initializer size above which posenc suggests --format bin (measured: ~1 s of compile time per MiB).
@@ -214,15 +226,18 @@ class _Unit:
                 raise FormatError(
                     f"C output holds 1-D and 2-D arrays without empty axes; {key!r} has shape {array.shape}"
                 )
-        if variant != "h" and options.lang != "c":
+        if variant == "incbin" and options.lang != "c":
             raise SpecError(
-                "lang c++ applies to the .h format; the .c/.h pair is plain C that compiles as C++ too", param="lang"
+                "lang c++ applies to the h and c formats; the .h of a .bin is C, which compiles as C++ too",
+                param="lang",
             )
         if options.progmem and table.params.get("dtype") == "float64":
             raise SpecError("progmem is for AVR, where double is 32 bits: use dtype float32", param="progmem")
         element = c_element(table, options)
         quantised = element_name(table) == "int8" and "scale" in table.params
-        names = c_names(table, options.name, quantised=quantised)
+        names = c_names(
+            table, options.name, quantised=quantised, cxx=options.lang == "c++", namespace=options.namespace
+        )
         return cls(table, options, element, names, variant, version, identity)
 
     def filename(self) -> str:
@@ -250,10 +265,10 @@ def _header_only(unit: _Unit, fp: Sink) -> None:
         qualifiers = "constexpr" if options.namespace else "inline constexpr"
         for key in unit.table.arrays:
             declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {unit.declarator(key)}"
-            fp.write(f"{declaration} = {{\n".encode("ascii"))
+            fp.write(f"{declaration}{_placement(options)} = {{\n".encode("ascii"))
             _write_values(unit, key, fp, None)
             fp.write(b"};\n\n")
-        close = "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options)))
+        close = _close_namespaces(options)
         fp.write(f"{close}{chr(10) if close else ''}#endif /* {guard} */\n".encode("ascii"))
         return
     fp.write(_c_preamble(unit).encode("ascii"))
@@ -266,21 +281,26 @@ def _header_only(unit: _Unit, fp: Sink) -> None:
 
 
 def _source(unit: _Unit, fp: Sink) -> None:
-    """The ``.c`` of a pair: the definitions, then the check of the ``.h``'s identity (hashed as they are written)."""
+    """The ``.c`` of a pair: the definitions (in C++, inside the namespace), then the check of the ``.h``'s identity
+    (hashed as they are written)."""
     options, element = unit.options, unit.element
     check_file_name(unit.filename(), "the file name")
-    header = check_file_name(PurePath(unit.filename()).stem + ".h", "the header name")
+    header = check_file_name(header_name(unit.filename()), "the header name")
     note = f"The declarations are in {header}; the build stops if it holds another table ({unit.names.table_id})."
     fp.write(_comment(unit, [note]).encode("utf-8"))
     fp.write(f'#include "{header}"\n\n'.encode())  # no escapes in a header name: UTF-8 as it is
     if options.align:
         fp.write(_ALIGN_MACRO.encode("ascii"))
+    if options.namespace:
+        fp.write(_open_namespaces(options).encode("ascii"))
     hasher = ValuesHash()
     for n, key in enumerate(unit.table.arrays):
         definition = f"{element.prefix}{_aligned(options)}const {element.ctype} {unit.declarator(key)}"
         fp.write(f"{chr(10) if n else ''}{definition}{_placement(options)} = {{\n".encode("ascii"))
         _write_values(unit, key, fp, hasher)
         fp.write(b"};\n")
+    if options.namespace:
+        fp.write(f"\n{_close_namespaces(options)}".encode("ascii"))
     digest = hasher.hexdigest()
     remember(unit.table, digest)
     macro = unit.names.table_id
@@ -293,6 +313,8 @@ def _declarations(unit: _Unit, variant: Variant) -> str:
     """The ``.h`` of a pair (``decl``) or of a ``.bin`` (``incbin``): guard, macros, identity, declarations."""
     options, element, names = unit.options, unit.element, unit.names
     identity = unit.identity()
+    if options.lang == "c++":
+        return _cxx_declarations(unit, identity)
     incbin = ""
     if variant == "incbin":
         check_file_name(unit.filename(), "the file name")
@@ -317,6 +339,30 @@ def _declarations(unit: _Unit, variant: Variant) -> str:
         + declarations
         + "\n#ifdef __cplusplus\n}\n#endif\n\n"
         + incbin
+        + f"#endif /* {names.guard} */\n"
+    )
+
+
+def _cxx_declarations(unit: _Unit, identity: str) -> str:
+    """The ``.h`` of a C++ pair: guard, identity macro, constants and ``extern`` declarations (C++ linkage), in the
+    namespace if there is one."""
+    options, element, names = unit.options, unit.element, unit.names
+    extra = [
+        "The definitions are in the C++ source file that includes this header; it stops the build if this header",
+        f"holds another table ({names.table_id}).",
+    ]
+    declarations = "".join(
+        f"{element.prefix}extern const {element.ctype} {unit.declarator(key)}{_placement(options)};\n"
+        for key in unit.table.arrays
+    )
+    close = _close_namespaces(options)
+    return (
+        _comment(unit, extra)
+        + f"#ifndef {names.guard}\n#define {names.guard}\n\n"
+        + _cxx_preamble(unit, identity=identity)
+        + declarations
+        + "\n"
+        + (f"{close}\n" if close else "")
         + f"#endif /* {names.guard} */\n"
     )
 
@@ -362,7 +408,7 @@ def _note_if_big(table: Table) -> None:
             f"the table holds {size / 2**20:.1f} MiB of data; compilers take about a second and 50-130 MiB of memory "
             "per MiB of initializer (gcc 13 s / 0.7 GB, clang 20 s / 2 GB for 16 MiB): --format bin writes the raw "
             "table and a header that pulls it in with .incbin in milliseconds",
-            PosencWarning,
+            PosencAdvice,
             stacklevel=3,  # the caller of dump_*
         )
 
@@ -371,6 +417,17 @@ def _note_if_big(table: Table) -> None:
 def _namespaces(options: WriteOptions) -> list[str]:
     """``a::b`` as nested blocks (``namespace a::b`` needs C++17, the namespace form promises C++11)."""
     return options.namespace.split("::") if options.namespace else []
+
+
+def _open_namespaces(options: WriteOptions) -> str:
+    """The lines that open the namespace, and a blank line; nothing without one."""
+    parts = _namespaces(options)
+    return "".join(f"namespace {part} {{\n" for part in parts) + ("\n" if parts else "")
+
+
+def _close_namespaces(options: WriteOptions) -> str:
+    """The lines that close the namespace, innermost first; nothing without one."""
+    return "".join(f"}}  // namespace {part}\n" for part in reversed(_namespaces(options)))
 
 
 def _aligned(options: WriteOptions) -> str:
@@ -418,14 +475,18 @@ def _c_preamble(unit: _Unit, *, attribute: bool = True, identity: str | None = N
     return text
 
 
-def _cxx_preamble(unit: _Unit) -> str:
+def _cxx_preamble(unit: _Unit, *, identity: str | None = None) -> str:
+    """Includes, the identity macro (the ``.h`` of a pair), the alignment and attribute hooks, the opening of the
+    namespace and the size (and int8) constants of a C++ file."""
     names, options = unit.names, unit.options
     includes = ["<cstddef>"] + (["<cstdint>"] if unit.element.includes else [])
     text = "".join(f"#include {h}\n" for h in includes) + "\n"
+    if identity is not None:
+        text += f"#define {names.table_id} {identity}\n\n"
     if options.align:
         text += _ALIGN_MACRO
-    if options.namespace:
-        text += "".join(f"namespace {part} {{\n" for part in _namespaces(options)) + "\n"
+    text += _ATTRIBUTE_MACRO
+    text += _open_namespaces(options)
     qualifiers = "constexpr" if options.namespace else "inline constexpr"
     text += "".join(f"{qualifiers} std::size_t {macro} = {size};\n" for macro, size in names.sizes.items())
     quantisation = _quantisation(unit)
@@ -454,15 +515,16 @@ def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
     lines.append("")
     if element.reading:
         lines.append(f"Values: {element.reading}.")
-    if options.float_literal == "decimal" and element.ctype in ("float", "double"):
+    needs = element.needs
+    if unit.variant == "incbin":  # no literals: the values are the .bin's bytes
+        if element.ctype in ("float", "double"):
+            lines.append("Each value is stored bit for bit in the .bin: no decimal literal, nothing rounded.")
+        if options.float_literal == "hex":
+            needs = "C89"
+    elif options.float_literal == "decimal" and element.ctype in ("float", "double"):
         lines.append("Each literal reads back to the identical value (shortest round-trip decimal).")
-    needs = (
-        "C++17"
-        if options.lang == "c++" and not options.namespace
-        else "C++11"
-        if options.lang == "c++"
-        else element.needs
-    )
+    if options.lang == "c++":
+        needs = "C++11" if options.namespace else "C++17"
     if options.progmem:
         needs = f"avr-gcc with avr-libc ({needs})"
     lines.append(f"Needs: {needs}.")

@@ -17,24 +17,27 @@ What is taken out:
 
 - The provenance comment (:mod:`~posenc_cli.formats._c_comment`: the file's name, posenc's version, the command,
   kind, parameters with their types by rule, and shapes).
-- The name, from the include guard ``POSENC_<NAME>_H`` (a ``.c``: from its ``<NAME>_TABLE_ID`` check) and the
+- The name, from the include guard ``POSENC_<NAME>_H`` (C++: ``POSENC_<NS>_<NAME>_HPP``; a ``.c``: from its
+  ``<NAME>_TABLE_ID`` check) and the
   symbols; each array's axis names from its declarator (``pe[PE_SEQ_LEN][PE_D_MODEL]`` is ``seq_len, d_model``).
   Array keys: ``<name>_<key>`` symbols give ``key`` for tables of several arrays; a table of one array is ``pe``,
   except ALiBi's ``slopes`` (1-D) and ``bias`` (2-D) and RoPE's ``inv_freq`` (1-D), which the shape names. A RoPE
   ``cos`` or ``sin`` written alone (``part=``) comes back as ``pe``: the file does not say which.
-- The options: ``lang`` and ``namespace`` (``constexpr``, ``namespace`` lines), ``align`` (``POSENC_ALIGNED(n)``),
+- The options: ``lang`` and ``namespace`` (``constexpr``, ``namespace`` lines, a ``_HPP`` guard; the ``.cpp`` of a
+  C++ pair without a namespace by its comment's ``Needs: C++`` line), ``align`` (``POSENC_ALIGNED(n)``),
   ``progmem``, ``float_literal`` (bit patterns, hex floats), ``c_half_type`` (``_Float16``/``__fp16``).
 - The values (:mod:`~posenc_cli.formats._c_values`: read exactly as a C compiler reads them, streamed in blocks,
   claimed from the :class:`~posenc_cli.formats.limits.Budget` before they are allocated). Which element type: the
   ``dtype`` parameter, checked against the declared C type; a table without one (``kind: array``) takes it from
   the C type.
 
-Pairs. The ``.h`` of a ``.c``/``.h`` pair and the ``.h`` of a ``.bin`` only declare the arrays: reading them alone is
-a ``FormatError`` that names the file holding the values. Read with their ``.c`` or ``.bin`` (the registry's
-companion loaders, :func:`load_declarations` and :func:`load_incbin_header`, which ``posenc_cli.load`` calls when
-the ``.h`` is beside it), the ``.h`` must be, byte for byte, the one posenc writes for the table read from the other
-file, with the same table identity (``<NAME>_TABLE_ID``, :mod:`~posenc_cli.formats._c_identity`); otherwise the two
-files are "a torn pair" and are refused naming both:
+Pairs. The ``.h`` of a ``.c``/``.h`` pair (``.hpp`` of a ``.cpp``, ...) and the ``.h`` of a ``.bin`` only declare the
+arrays: reading them alone is a ``FormatError`` that says what the file is and names the file holding the values
+(``the declarations header of a .c/.h pair: it holds no values; read pe.c``). Read with their ``.c`` or ``.bin``
+(the registry's companion loaders, :func:`load_declarations` and :func:`load_incbin_header`, which
+``posenc_cli.load`` calls when the ``.h`` is beside it), the ``.h`` must be, byte for byte, the one posenc writes
+for the table read from the other file, with the same table identity (``<NAME>_TABLE_ID``,
+:mod:`~posenc_cli.formats._c_identity`); otherwise the two files are "a torn pair" and are refused naming both:
 
 - a ``.c``: its ``.h`` must define the identity the ``.c`` checks (the compiler's own test). The ``.c``'s values
   are not held to that identity: a value edited to another literal posenc writes is read as the compiler reads
@@ -57,6 +60,7 @@ The work is done in layers: :mod:`~posenc_cli.formats._c_read_file` takes a file
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import BinaryIO
 
 import numpy as np
@@ -68,6 +72,7 @@ from ._c_read_file import Said, bytes_left, read_file, refusing, reread_start
 from ._c_read_pair import Source, SourceTable, load_declarations, load_incbin_header
 from ._c_read_table import make_table, write_options
 from ._c_values import CHUNK
+from ._suffixes import source_name
 from .limits import Budget
 
 __all__ = ["TEXT_PARAMS", "load", "load_declarations", "load_incbin_header", "load_raw"]
@@ -94,9 +99,17 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     with refusing():
         file = read_file(fp, budget or Budget(), values=True)
         variant = file.variant
-        if variant in ("decl", "incbin"):
+        if variant == "decl":
+            header = file.comment.filename
+            defining = source_name(header)
+            pair = f"{PurePath(defining).suffix}/{PurePath(header).suffix.lower() or '.h'}"
+            raise Said(
+                f"this is the declarations header of a {pair} pair: it holds no values; read {defining}, which "
+                "defines them (posenc reads this header with it)"
+            )
+        if variant == "incbin":
             notes = (re.match(r"The values are in (.+?) \(", note) for note in file.comment.notes)
-            where = next((f"{m[1]} (format bin)" for m in notes if m is not None), "the .c file beside it")
+            where = next((f"{m[1]} (format bin)" for m in notes if m is not None), "the .bin file beside it")
             raise Said(f"this header only declares the arrays; their values are in {where}: read that file")
         name, table = make_table(file, file.defined, file.values)
         (options,) = write_options(file, name, file.defined)

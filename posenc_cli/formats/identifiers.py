@@ -3,10 +3,21 @@ output is made here.
 
 Names posenc writes into source come from two places. The command line (``--name``, ``--namespace``) is trusted, but
 must still be a valid name: :func:`check_name` refuses anything else. Everything else (an array's key, an axis name,
-a tensor, member or dataset name read from a file) may come from an attacker, so it is never pasted: :func:`identifier`
-makes a C identifier of it by a fixed mapping, and :func:`identifiers` refuses two names that map to the same one.
-A writer of a source format calls these and nothing else to spell a symbol; strings that are not symbols (a file name
-in ``#include`` or ``.incbin``, text in a comment) are escaped by the writer itself.
+a tensor, member or dataset name read from a file, the output file's stem) may come from an attacker, so it is never
+pasted: :func:`identifier` makes a C identifier of it by a fixed mapping, and :func:`identifiers` refuses two names
+that map to the same one. A writer of a source format calls these and nothing else to spell a symbol; strings that
+are not symbols (a file name in ``#include`` or ``.incbin``, text in a comment) are escaped by the writer itself.
+
+No double underscore, one rule. posenc builds identifiers from the name by appending to it (``PE_SEQ_LEN``,
+``pe_cos``, ``PE_TABLE_ID``, the guard ``POSENC_PE_H``), and an identifier that holds ``__`` (or starts with ``_``) is
+reserved to the implementation in C and C++. So a table's name (and each part of a namespace) never starts or ends
+with ``_`` and never holds ``__``:
+
+- a name the user gives (``--name``, ``--namespace``, ``name=``) that ends in ``_`` or holds ``__`` is refused, with
+  a ``SpecError`` that says what is allowed (:func:`check_name`); it is never changed behind the user's back;
+- a name posenc makes (the default name, from the output's stem: :func:`name_from_path`) is normalised by the
+  mapping below: ``pe_.h`` gives ``pe``, ``for.h`` (a keyword) gives ``pe_for``, never ``for_`` (whose macros would
+  be ``FOR__SEQ_LEN``).
 
 The mapping (``xxd -i``'s, made strict):
 
@@ -16,15 +27,17 @@ The mapping (``xxd -i``'s, made strict):
    reserved to the implementation in C and C++);
 3. a whole name that does not start with a letter gets the prefix ``pe_`` (an empty one becomes ``pe``); a part
    (a suffix joined to a name by ``_``) may start with a digit, and an empty part becomes ``x``;
-4. the result is cut to :data:`MAX_NAME` characters (then any trailing ``_`` dropped), and a C/C++ keyword gets a
-   trailing ``_``.
+4. the result is cut to :data:`MAX_NAME` characters (then any trailing ``_`` dropped); a whole name that is a C/C++
+   keyword gets the prefix ``pe_`` (``for`` becomes ``pe_for``), a part that is one gets a trailing ``_`` (``int``
+   becomes ``int_``: a part always ends the identifier it is in, ``pe_int_`` or ``PE_INT_``, so that ``_`` is
+   never doubled).
 
 Examples
 --------
 >>> identifier('x[1]={0};__attribute__((constructor)) static void p(void)')
 'x_1_0_attribute_constructor_static_void_p_void'
->>> identifier("../etc/passwd"), identifier("2048x512"), identifier("int")
-('etc_passwd', 'pe_2048x512', 'int_')
+>>> identifier("../etc/passwd"), identifier("2048x512"), identifier("int"), identifier("int", part=True)
+('etc_passwd', 'pe_2048x512', 'pe_int', 'int_')
 >>> identifiers(["cos", "sin"], part=True)
 ['cos', 'sin']
 """
@@ -58,14 +71,16 @@ MAX_NAME = 54
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
 _ALLOWED = (
-    "a C identifier of at most 54 characters: a letter, then letters, digits or single underscores, not a C/C++ keyword"
+    "a C identifier of at most 54 characters: a letter, then letters, digits or single underscores, not ending in "
+    "an underscore, not a C/C++ keyword"
 )
 
 
 def check_name(name: str, *, param: str = "name") -> str:
     """Return ``name`` if it can name a table (or a namespace), else raise ``SpecError`` saying what is allowed.
 
-    For names the user typed: they are refused, never changed.
+    For names the user typed: they are refused, never changed. A name that ends in ``_`` or holds ``__`` is
+    refused because posenc appends ``_SEQ_LEN`` and other suffixes to it, and ``__`` is reserved in C and C++.
 
     Examples
     --------
@@ -74,9 +89,11 @@ def check_name(name: str, *, param: str = "name") -> str:
     """
     if not isinstance(name, str) or not _IDENTIFIER.match(name) or len(name) > MAX_NAME:
         raise SpecError(f"{param} must be {_ALLOWED}, got {name!r}", param=param)
-    if "__" in name:
+    if "__" in name or name.endswith("_"):
         raise SpecError(
-            f"{param} must be {_ALLOWED} (a double underscore is reserved in C/C++), got {name!r}", param=param
+            f"{param} must be {_ALLOWED} (posenc appends _SEQ_LEN and other suffixes to it, and a double underscore "
+            f"is reserved in C/C++), got {name!r}",
+            param=param,
         )
     if name in KEYWORDS:
         raise SpecError(f"{param} must be {_ALLOWED}; {name!r} is a keyword", param=param)
@@ -85,15 +102,18 @@ def check_name(name: str, *, param: str = "name") -> str:
 
 def identifier(text: str, *, part: bool = False) -> str:
     """The C identifier posenc makes of ``text`` (a name from a file, or a suffix with ``part=True``): the mapping
-    in the module docstring. The result always matches ``[A-Za-z0-9][A-Za-z0-9_]*`` without ``__``, and a whole name
-    passes :func:`check_name`."""
+    in the module docstring. The result always matches ``[A-Za-z0-9][A-Za-z0-9_]*`` without ``__``; a whole name
+    passes :func:`check_name` (so it neither ends in ``_`` nor is a keyword), a part ends in ``_`` only when it is
+    a keyword."""
     name = re.sub(r"_+", "_", _NOT_IDENTIFIER.sub("_", str(text))).strip("_")
     if part:
         name = name or "x"
     elif not name[:1].isalpha():
         name = "pe_" + name if name else "pe"
     name = name[:MAX_NAME].rstrip("_")
-    return name + "_" if name in KEYWORDS else name
+    if name in KEYWORDS:
+        return name + "_" if part else "pe_" + name
+    return name
 
 
 def identifiers(names: Iterable[str], *, part: bool = False, what: str = "array") -> list[str]:
@@ -142,7 +162,8 @@ def member_names(keys: Iterable[str]) -> list[str]:
 
 
 def name_from_path(path: str | PurePath) -> str:
-    """The default table name: :func:`identifier` of the output file's stem.
+    """The default table name: :func:`identifier` of the output file's stem, normalised by the mapping (never a
+    name :func:`check_name` refuses: no trailing ``_``, no ``__``, no keyword).
 
     Examples
     --------
@@ -150,5 +171,7 @@ def name_from_path(path: str | PurePath) -> str:
     'pos_enc_v2'
     >>> name_from_path("2048x512.npy")
     'pe_2048x512'
+    >>> name_from_path("for.h"), name_from_path("pe_.hpp"), name_from_path("a__b.c")
+    ('pe_for', 'pe', 'a_b')
     """
     return identifier(PurePath(path).stem)

@@ -35,9 +35,11 @@ class WriteOptions:
         The output's file name (no directory), for files that name themselves or a companion (the ``.c`` includes
         its ``.h`` by this stem).
     lang : {"c", "c++"}
-        C headers: ``c`` (C89 and later, also valid C++) or ``c++`` (``constexpr``, ``std::size_t`` sizes).
+        C headers and ``.c``/``.h`` pairs: ``c`` (C89 and later, also valid C++) or ``c++`` (``std::size_t``
+        constants, ``constexpr`` in a header). The C++ suffixes (``.hpp``, ``.cpp``, ...) imply ``c++``
+        (:func:`posenc_cli.formats.implied_options`).
     namespace : str or None
-        C++ only: put the table in this namespace (``constexpr``, C++11) instead of ``inline constexpr`` (C++17).
+        C++ only: put the table in this namespace (C++11) instead of the global one (``inline constexpr``, C++17).
     align : int or None
         C: align the table to this many bytes (a power of two) through a portable macro.
     progmem : bool
@@ -67,7 +69,11 @@ class WriteOptions:
             raise SpecError(f"lang must be one of {', '.join(LANGS)}, got {self.lang!r}", param="lang")
         if self.namespace is not None:
             if self.lang != "c++":
-                raise SpecError("a namespace needs lang c++", param="namespace")
+                raise SpecError(
+                    "--namespace puts the table in a C++ namespace and needs --lang c++ or a C++ suffix "
+                    "(.hpp, .hh, .hxx, .cpp, .cc, .cxx); this output is C",
+                    param="namespace",
+                )
             for part in self.namespace.split("::"):
                 check_name(part, param="namespace")
         if self.align is not None and (
