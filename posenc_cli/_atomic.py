@@ -374,6 +374,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def identity(path: Path) -> tuple[int, ...] | None:
+    """What changes when the file at ``path`` is replaced (a new inode) or written to (times, size), following
+    links as :func:`atomic_outputs` does; ``None`` when there is no file. Equal before and after a write: posenc
+    left the file untouched (it already held the new bytes)."""
+    try:
+        st = os.stat(os.path.realpath(path))
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def same_content(fp: BinaryIO, target: Path) -> bool:
     """Whether the regular file ``target`` already holds exactly what was written to ``fp``."""
     try:

@@ -95,12 +95,13 @@ def estimate_bytes(table: Table, fmt: Format) -> Size:
     return Size(low, high)
 
 
-def check_disk(path: str | os.PathLike[str], nbytes: int) -> None:
+def check_disk(path: str | os.PathLike[str], nbytes: int, what: str | None = None) -> None:
     """Refuse (``OutputError``) an output of ``nbytes`` that cannot fit in the free space where ``path`` goes.
 
     The free space is what an ordinary user may fill (``f_bavail``: root's reserve stays for the system), and all
     of it must hold the new file: an existing output is replaced only once the new one is complete. A file system
-    that cannot tell is not checked.
+    that cannot tell is not checked. ``what`` names the output in the message when it is not ``path`` itself (a
+    table for stdout or ``--check`` is built in full in a temporary directory first).
 
     Examples
     --------
@@ -118,9 +119,10 @@ def check_disk(path: str | os.PathLike[str], nbytes: int) -> None:
         return
     free = stats.f_bavail * stats.f_frsize
     if nbytes > free:
+        where = f"cannot write {os.fspath(path)!r}: it" if what is None else f"{what}: it"
         raise OutputError(
-            f"cannot write {os.fspath(path)!r}: it needs at least {human(nbytes)} and {human(free)} is free on the "
-            f"file system of {str(directory)!r}; free some space, write elsewhere or ask for a smaller table"
+            f"{where} needs at least {human(nbytes)} and {human(free)} is free on the file system of "
+            f"{str(directory)!r}; free some space, write elsewhere or ask for a smaller table"
         )
 
 

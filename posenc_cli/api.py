@@ -23,7 +23,7 @@ import shutil
 import stat
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Union
@@ -32,8 +32,19 @@ import numpy as np
 
 from . import _atomic, _resources
 from .encodings import sinusoidal
-from .errors import FormatError, SpecError
-from .formats import C_OPTIONS, FORMATS, Format, WriteOptions, by_name, check_options, infer
+from .errors import FormatError, OutputError, SpecError
+from .formats import (
+    C_OPTIONS,
+    FORMATS,
+    Format,
+    WriteOptions,
+    by_name,
+    check_options,
+    companion_path,
+    implied_options,
+    infer,
+    written_by_posenc,
+)
 from .formats.limits import Budget
 from .formats.options import check_name, name_from_path
 from .make import alibi, convert, generate, rope, sincos2d
@@ -41,7 +52,20 @@ from .table import Table
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["Output", "alibi", "convert", "generate", "load", "plan", "rope", "save", "sincos2d", "sinusoidal"]
+__all__ = [
+    "Output",
+    "alibi",
+    "c_write_options",
+    "check_companion",
+    "convert",
+    "generate",
+    "load",
+    "plan",
+    "rope",
+    "save",
+    "sincos2d",
+]
+__all__ += ["sinusoidal"]
 
 
 @dataclass(frozen=True)
@@ -68,11 +92,17 @@ def plan(path: PathLike, *, format: str | None = None, name: str | None = None, 
     if check_paths and (not text or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", "..")):
         raise SpecError(f"the output must name a file, got {text!r}", param="output")
     path = Path(text)
-    fmt = by_name(format) if format is not None else infer(path)
+    if format is not None:
+        fmt = by_name(format)
+    else:
+        try:
+            fmt = infer(path)
+        except SpecError as exc:  # the suffix of the output is what was wrong, not a --format nobody gave
+            raise SpecError(str(exc), param="output") from None
     table_name = check_name(name) if name is not None else name_from_path(path)
     paths = [path]
-    if fmt.companion is not None:
-        companion = path.with_suffix(fmt.companion.suffix)
+    companion = companion_path(fmt, path)
+    if fmt.companion is not None and companion is not None:
         if companion == path:
             raise SpecError(
                 f"the {fmt.name} format writes a {fmt.companion.suffix} file beside the output, "
@@ -96,9 +126,15 @@ def save(
     part: str | None = None,
     check: bool = False,
     stdout: BinaryIO | None = None,
+    force: bool = False,
     **c_options: object,
 ) -> list[Path]:
     """Write ``table`` (or a bare 2-D array) to ``path`` atomically; return every path written.
+
+    A format that writes a second file beside the output (the ``.json`` of a ``.npy`` that needs one, the ``.h`` of
+    a ``.c`` or ``.bin``) replaces a file already there only when posenc wrote it (told from its content): the
+    user did not name that file, so a foreign one is refused (``OutputError`` naming both paths, nothing written)
+    unless ``force``.
 
     With ``check=True`` nothing is written: the result is the paths whose content would change (missing or
     different; an empty list means every output is up to date). With ``stdout`` (a binary stream) the one output is
@@ -147,15 +183,16 @@ def save(
             param="part",
         )
     companion = out.format.companion
-    if companion is not None and companion.when is not None and not companion.when(table):
-        out = dataclasses.replace(out, paths=out.paths[:1])
+    out = _paths_for(out, table)
+    if stdout is None and not force:
+        check_companion(out, table)
     if "half_type" in c_options:  # its name before 0.x: one name on every surface is c_half_type
         warnings.warn("save(half_type=...) is spelled c_half_type now", DeprecationWarning, stacklevel=2)
         c_options.setdefault("c_half_type", c_options.pop("half_type"))
     unknown = sorted(set(c_options) - C_OPTIONS)
     if unknown:
         raise SpecError(f"unknown option {unknown[0]!r}; save takes {', '.join(sorted(C_OPTIONS))}", param=unknown[0])
-    check_options(out.format, {"header": header, **c_options})
+    c_options = c_write_options(out, c_options, header=header)
     options = WriteOptions(
         name=out.name,
         header=header,
@@ -173,7 +210,11 @@ def save(
     # Refuse what cannot fit before the first byte; stdout and check build the file in full in the temp directory.
     spool = stdout is not None or check
     where = Path(tempfile.gettempdir(), "posenc") if spool else out.paths[0]
-    _resources.check_disk(where, _resources.estimate_bytes(table, out.format).low)
+    what = None
+    if spool:
+        target = "writing to stdout" if stdout is not None else f"checking {str(out.paths[0])!r}"
+        what = f"{target} builds the whole file first in the temporary directory {str(where)!r}"
+    _resources.check_disk(where, _resources.estimate_bytes(table, out.format).low, what)
     if stdout is not None:
         if len(out.paths) > 1:
             raise SpecError(
@@ -184,8 +225,13 @@ def save(
         with tempfile.TemporaryFile() as tmp:  # built in full before the first byte goes out
             dump([tmp])
             tmp.seek(0)
-            shutil.copyfileobj(tmp, stdout, 1 << 20)
-            stdout.flush()
+            try:
+                shutil.copyfileobj(tmp, stdout, 1 << 20)
+                stdout.flush()
+            except BrokenPipeError:
+                raise  # the reader went away: the CLI ends quietly
+            except OSError as exc:  # a full disk behind > FILE, a closed descriptor: name stdout, not an errno
+                raise OutputError(f"cannot write the {out.format.name} file to stdout: {exc.strerror or exc}") from None
         return []
     if check:
         with contextlib.ExitStack() as stack:
@@ -197,6 +243,50 @@ def save(
     with _atomic.atomic_outputs(out.paths) as outputs:
         dump(outputs)
     return list(out.paths)
+
+
+def c_write_options(out: Output, given: Mapping[str, object], *, header: bool = True) -> dict[str, object]:
+    """The C write options for ``out``: those ``given`` (``lang=None`` or absent: not given), with what the output's
+    suffix implies filled in (``pe.hpp``, ``pe.cpp``: ``lang="c++"``), checked (:class:`WriteOptions`) and refused
+    when the format does not take them (:func:`~posenc_cli.formats.check_options`). The one place the CLI, the
+    manifest and :func:`save` resolve them."""
+    options = {key: value for key, value in given.items() if not (key == "lang" and value is None)}
+    for key, value in implied_options(out.format, out.paths[0]).items():
+        options.setdefault(key, value)
+    WriteOptions(**options)  # type: ignore[arg-type]
+    check_options(out.format, {"header": header, **options})
+    return options
+
+
+def _paths_for(out: Output, table: Table) -> Output:
+    """``out`` with only the files written for ``table`` (a companion only when its format wants it for the table)."""
+    companion = out.format.companion
+    if companion is not None and companion.when is not None and not companion.when(table):
+        return dataclasses.replace(out, paths=out.paths[:1])
+    return out
+
+
+def check_companion(out: Output, table: Table) -> None:
+    """``OutputError`` when the file the format writes beside the output for ``table`` (``out.paths[1]``) is already
+    there and posenc did not write it (:func:`~posenc_cli.formats.written_by_posenc`): nothing is written then,
+    unless :func:`save` is given ``force``. ``posenc build`` checks every entry so before writing the first."""
+    out = _paths_for(out, table)
+    companion = out.format.companion
+    if companion is None or len(out.paths) < 2:
+        return
+    output, beside = out.paths
+    try:
+        with _open_regular(beside) as fp:
+            head = fp.read(4096)
+    except FileNotFoundError:
+        return
+    except (OSError, FormatError):  # not a regular file, unreadable: check_writable has said what it could
+        head = b""
+    if not written_by_posenc(companion, head):
+        raise OutputError(
+            f"{str(output)!r} comes with {str(beside)!r}, and a file posenc did not write is already there: move it, "
+            "name the output otherwise, or replace it with --force"
+        )
 
 
 def load(path: PathLike, *, format: str | None = None, max_memory: int | None = None) -> Table:
@@ -223,8 +313,8 @@ def load(path: PathLike, *, format: str | None = None, max_memory: int | None = 
             table = fmt.load(fp, budget)
     companion = fmt.companion
     if companion is not None and companion.load is not None:
-        sidecar = path.with_suffix(companion.suffix)
-        if os.path.lexists(sidecar):
+        sidecar = companion_path(fmt, path)
+        if sidecar is not None and os.path.lexists(sidecar):
             with _naming(sidecar), _open_regular(sidecar) as fp:
                 table = companion.load(table, fp, budget)
     return table

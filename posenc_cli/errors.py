@@ -32,4 +32,10 @@ class OutputError(PosencError, OSError):
 
 
 class PosencWarning(UserWarning):
-    """Advice about a request that works but may not be what the user wants (a slow-to-compile C table)."""
+    """A note about a request that works but is spelled in a way posenc will stop reading (a renamed manifest key):
+    the CLI prints it as ``Note: ...`` unless ``-q``."""
+
+
+class PosencAdvice(PosencWarning):
+    """Advice about an output that is what was asked for (a C table large enough to compile slowly): the CLI
+    prints it only with ``-v``, and never under ``--check`` (posenc is silent on success)."""

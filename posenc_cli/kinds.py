@@ -31,7 +31,7 @@ from .dtypes import DTYPES
 from .encodings import presets
 from .encodings import rope as rope_encoding
 from .errors import SpecError
-from .formats import FORMATS
+from .formats import FORMAT_NAMES, FORMATS
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
 from .params import BOOLEAN, GRID, INTEGER, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
 from .table import Table
@@ -50,7 +50,7 @@ ELEMENT: tuple[Param, ...] = (
 #: Where and how a table is written: the same on every command that writes one, and the manifest keys of the same
 #: names. Each format declares which of them it takes (:attr:`posenc_cli.formats.Format.options`).
 OUTPUT: tuple[Param, ...] = (
-    Param("format", Choice(tuple(FORMATS)), f"Force a format ({_FORMAT_HELP}).", short="-f"),
+    Param("format", Choice(FORMAT_NAMES), f"Force a format ({_FORMAT_HELP}).", short="-f"),
     Param(
         "name",
         TEXT,
@@ -59,7 +59,11 @@ OUTPUT: tuple[Param, ...] = (
     ),
     Param("part", TEXT, "Write only this array of a table that holds several (npy and csv need it)."),
     Param("header", BOOLEAN, "CSV: write the d0,d1,... header row.", default=True, pair=True),
-    Param("lang", Choice(LANGS), "C headers: C (also valid C++) or C++.", default="c"),
+    Param(
+        "lang",
+        Choice(LANGS),
+        "C headers: C (also valid C++) or C++.  [default: c; c++ for .hpp, .hh, .hxx, .cpp, .cc, .cxx]",
+    ),
     Param("namespace", TEXT, "C++: put the table in this namespace (constexpr, C++11)."),
     Param("align", INTEGER, "C: align the table to N bytes (a power of two)."),
     Param("progmem", BOOLEAN, "C: put the table in AVR flash (PROGMEM).", default=False),
@@ -95,6 +99,12 @@ RUN: tuple[Param, ...] = (
         default=False,
     ),
     Param("json", BOOLEAN, "Print a report (paths, format, shapes, sha256) on stdout.", default=False),
+    Param(
+        "force",
+        BOOLEAN,
+        "Replace a file beside the output that posenc did not write (the .json of a .npy, the .h of a .c or .bin).",
+        default=False,
+    ),
 )
 
 

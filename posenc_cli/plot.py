@@ -247,7 +247,12 @@ def terminal_heatmap(
     _check_positive("width", width, 20)
     _check_positive("height", height, 3)
     table, key, array = _pick(table, part)
-    raw = _read_rows(array, 2 * (height - 2), fill=True)[0] if array.ndim == 2 else np.asarray(array)[None]
+    names = [_AXIS_NAMES.get(n, n) for n in table.axes_of(key)]
+    # The footer (axes, then the colour scale) takes the lines it needs at this width, never cut; the heatmap the
+    # rest. Sized first for the longest footer (a "(N rows shown)" note and the widest scale), so it only shrinks.
+    most = _footer(names, array.shape, array.shape[0] if array.ndim == 2 else None, 1e300, width, height - 2)
+    lines_left = max(1, height - 1 - len(most))
+    raw = _read_rows(array, 2 * lines_left, fill=True)[0] if array.ndim == 2 else np.asarray(array)[None]
     values = decode(raw, table.params)
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (float("nan"), float("nan"))
@@ -269,25 +274,48 @@ def terminal_heatmap(
         for c in range(width):
             line.append("▀", block(rgb[r, c], rgb[r + 1, c] if r + 1 < rgb.shape[0] else None))
         lines.append(line)
-    names = [_AXIS_NAMES.get(n, n) for n in table.axes_of(key)]
-    if array.ndim == 2:
-        shown = f" ({len(raw)} shown)" if len(raw) < array.shape[0] else ""
-        axes = f"↓ {names[0]} 0..{array.shape[0] - 1}{shown}  → {names[1]} 0..{array.shape[1] - 1}  "
-    else:
-        axes = f"→ {names[0]} 0..{array.shape[0] - 1}  "
-    key_low, key_high = f"{-limit:+.4g} ", f" {limit:+.4g}"
-    room = width - len(key_low) - len(key_high) - 7
-    legend = Text(_fit(axes, room if room >= 12 else width), no_wrap=True, overflow="crop")
-    if room >= 12:  # the colour scale only when the axes still get a readable share of the line
-        legend.append(key_low)
-        for t in np.linspace(-limit, limit, 7):
-            legend.append("█", Style(color=Color.from_rgb(*_colours(np.array([[t]]), limit)[0, 0].tolist())))
-        legend.append(key_high)
-    lines.append(legend)
+    shown = len(raw) if array.ndim == 2 and len(raw) < array.shape[0] else None
+    lines += _footer(names, array.shape, shown, limit, width, height - len(lines))
     return Group(*lines)
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
+def _footer(
+    names: list[str], shape: tuple[int, ...], shown: int | None, limit: float, width: int, room: int
+) -> list[Any]:
+    """The heatmap's footer: the axes and the colour scale, packed into lines of ``width``; what does not fit on a
+    line starts the next one, so nothing is cut. At most ``room`` lines: the scale is left out first, then the axes
+    share one line without the "rows shown" note (cut with "…" only at the narrowest widths)."""
+    from rich.color import Color
+    from rich.style import Style
+    from rich.text import Text
+
+    axes = [f"↓ {names[0]} 0..{shape[0] - 1}"] if len(shape) == 2 else []
+    axes += [f"({shown} rows shown)"] if shown is not None else []
+    axes += [f"→ {names[-1]} 0..{shape[-1] - 1}"]
+    scale = Text(f"{-limit:+.4g} ")
+    for t in np.linspace(-limit, limit, 7):
+        scale.append("█", Style(color=Color.from_rgb(*_colours(np.array([[t]]), limit)[0, 0].tolist())))
+    scale.append(f" {limit:+.4g}")
+
+    def pack(pieces: list[Text]) -> list[Text]:
+        out: list[Text] = []
+        for piece in pieces:
+            gap = " " if piece.plain.startswith("(") else "  "
+            if out and len(out[-1]) + len(gap) + len(piece) <= width:
+                out[-1].append(gap)
+                out[-1].append_text(piece)
+            else:
+                out.append(piece.copy())
+        return out
+
+    bare = [a for a in axes if not a.startswith("(")]
+    for lines in (pack([*map(Text, axes), scale]), pack(list(map(Text, axes))), pack(list(map(Text, bare)))):
+        if len(lines) <= max(1, room) and all(len(line) <= width for line in lines):
+            return lines
+    return [Text(_fit("  ".join(bare), width))]
+
+
 _real = decode  # the decoding's former name here, which tests/test_plot.py still reaches for
 
 
@@ -313,8 +341,7 @@ def _pick(source: Table | np.ndarray | RowSource, part: str | None) -> tuple[Tab
             key = two_d[0]
         else:
             raise SpecError(
-                f"this {source.kind} table holds {len(source.arrays)} arrays ({parts}): pick the one to plot with "
-                "--part (part= in the API)",
+                f"this {source.kind} table holds {len(source.arrays)} arrays ({parts}): say which one to draw",
                 param="part",
             )
     array = source.arrays[key]

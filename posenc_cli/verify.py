@@ -139,7 +139,11 @@ def regenerate(kind: str, params: Mapping[str, Param], *, max_memory: int | None
     missing = [key for key in record.required_records() if key not in values]
     if missing:
         example = " ".join(f"-s {key}=..." for key in missing)
-        raise SpecError(f"a {kind} table needs {', '.join(missing)}: give them ({example})", param=missing[0])
+        what, them = " and ".join(missing), "it" if len(missing) == 1 else "them"
+        raise SpecError(
+            f"a {kind} table is made from {what}, which the file does not record: give {them} with {example}",
+            param=missing[0],
+        )
     Budget(max_memory).claim(max(0, record.work(values)), f"the {kind} table its parameters describe")
     source = values.get("converted_from")
     if source is None:

@@ -152,7 +152,8 @@ def _output(rng: random.Random, arrays: dict[str, int], dtype: str) -> tuple[lis
         items.append(("--lang", lang))
     if lang == "c++" and rng.random() < 0.4:
         items.append(("--namespace", _pick(rng, "pe", "tables::pos")))
-    if in_c and lang != "c++" and rng.random() < 0.1 and dtype != "float64":
+    cxx = lang == "c++" or (lang is None and name.lower().endswith((".hpp", ".hh", ".hxx", ".cpp", ".cc", ".cxx")))
+    if in_c and not cxx and rng.random() < 0.1 and dtype != "float64":  # AVR flash is C: a C++ suffix implies C++
         items.append(("--progmem",))
     options = [("--name", NAMES)] + [("--align", ("1", "4", "16", "64", "4096"))] * in_c
     if in_c and dtype in ("float32", "float64"):

@@ -175,12 +175,15 @@ def render(renderable: object) -> tuple[str, str]:
 def test_terminal_heatmap_has_the_requested_size_and_truecolour_blocks():
     raw, text = render(plot.terminal_heatmap(posenc_cli.generate(seq_len=64, d_model=32), width=60, height=20))
     lines = text.splitlines()
-    assert len(lines) == 20  # caption, 18 lines of two rows each (36 of the 64 rows), axes
-    assert "36 shown" in lines[-1]
-    assert all(len(line) == 60 for line in lines[1:-1]) and all(len(line) <= 60 for line in lines)
-    assert set("".join(lines[1:-1])) == {"▀"}
+    # caption, 17 lines of two rows each (34 of the 64 rows), and the footer on two lines: at 60 columns the axes and
+    # the colour scale do not share one, and neither is cut
+    assert len(lines) == 20
+    heat, footer = lines[1:-2], "\n".join(lines[-2:])
+    assert "(34 rows shown)" in footer and "-1 ███████ +1" in lines[-1]
+    assert all(len(line) == 60 for line in heat) and all(len(line) <= 60 for line in lines)
+    assert set("".join(heat)) == {"▀"} and "…" not in footer
     assert lines[0].startswith("sinusoidal  64×32 float32")
-    assert "position 0..63" in lines[-1] and "dimension 0..31" in lines[-1]
+    assert "position 0..63" in footer and "dimension 0..31" in footer
     assert re.search(r"\x1b\[38;2;\d+;\d+;\d+;48;2;\d+;\d+;\d+m▀", raw)  # truecolour foreground and background
     assert "\x1b[38;2;103;0;31" in raw and "\x1b[38;2;5;48;97" in raw  # both ends of the palette (+1, -1)
 
@@ -191,14 +194,25 @@ def test_terminal_heatmap_defaults_to_80_by_24_and_fits_small_tables():
     assert len(lines) == 24 and max(len(line) for line in lines) == 80
     _, text = render(plot.terminal_heatmap(posenc_cli.generate(5, 4), width=40))
     lines = text.splitlines()
-    assert len(lines) == 1 + 3 + 1  # rows are never stretched: 5 rows on 3 lines
-    assert all(len(line) == 40 for line in lines[1:-1])
+    assert len(lines) == 1 + 3 + 2  # rows are never stretched: 5 rows on 3 lines; the footer on two at 40 columns
+    assert all(len(line) == 40 for line in lines[1:-2]) and lines[-1] == "-1 ███████ +1"
 
 
 def test_terminal_heatmap_of_a_1d_array_is_one_strip():
     _, text = render(plot.terminal_heatmap(posenc_cli.alibi(12, 40), part="slopes", width=30))
     lines = text.splitlines()
-    assert len(lines) == 3 and lines[0].startswith("alibi slopes  12 float32")
+    assert len(lines) == 4 and lines[0].startswith("alibi slopes  12 float32")  # caption, strip, axis, scale
+    assert lines[2] == "→ head 0..11" and lines[3].startswith("-0.7071 ")
+
+
+@pytest.mark.parametrize("width", [20, 30, 40, 60, 80])
+def test_the_footer_is_never_cut(width):
+    """``show --width 40`` cut its own footer ("dimensi…"): each piece of it now fits whole on some line."""
+    _, text = render(plot.terminal_heatmap(posenc_cli.generate(1000, 64, lazy=True), width=width, height=12))
+    lines = text.splitlines()
+    assert len(lines) <= 12 and all(len(line) <= width for line in lines)
+    footer = "\n".join(line for line in lines if "▀" not in line)
+    assert "…" not in footer.split("\n", 1)[1] and "dimension 0..63" in footer and "position 0..999" in footer
 
 
 @pytest.mark.parametrize("table", [posenc_cli.alibi(12, 4000), posenc_cli.generate(3, 2), np.full((4, 4), 1e300)])

@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import click
 
 from .._printable import printable
-from ..errors import OutputError, PosencError, PosencWarning, SpecError
+from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, SpecError
 
 __all__ = ["ClosedStream", "PosencGroup", "fail", "mapped_errors", "notes", "say"]
 
@@ -125,16 +125,22 @@ def mapped_errors(ctx: click.Context) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def notes(quiet: bool) -> Iterator[None]:
+def notes(*, quiet: bool, advice: bool = False) -> Iterator[None]:
     """posenc's notes (:class:`~posenc_cli.errors.PosencWarning`) raised inside, printed after it as ``Note: ...``
-    lines on stderr unless ``quiet``; a library's own warnings (deprecations) are not posenc's to print."""
+    lines on stderr unless ``quiet``; its advice (:class:`~posenc_cli.errors.PosencAdvice`, a C table that will
+    compile slowly) only with ``advice`` (``-v``, never ``--check``): posenc is silent on success. A library's own
+    warnings (deprecations) are not posenc's to print. Each note is printed once."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PosencWarning)
         yield
-    if not quiet:
-        for note in caught:
-            if issubclass(note.category, PosencWarning):
-                click.echo(f"Note: {note.message}", err=True)
+    said: set[str] = set()
+    for note in caught:
+        if not issubclass(note.category, PosencWarning) or quiet or str(note.message) in said:
+            continue
+        if issubclass(note.category, PosencAdvice) and not advice:
+            continue
+        said.add(str(note.message))
+        click.echo(f"Note: {note.message}", err=True)
 
 
 def say(message: str) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import click
@@ -17,7 +18,9 @@ import click
 from .. import _atomic
 from .. import build as building
 from ..errors import SpecError
+from ..table import Table
 from ._run import mapped_errors, notes, say
+from .write import progress
 
 __all__ = ["build_command"]
 
@@ -46,6 +49,11 @@ __all__ = ["build_command"]
 @click.option("--json", "as_json", is_flag=True, help="Print a report (outputs, status, shapes, sha256) on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No notes, and --check names nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what was written and what was already up to date (stderr).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace files beside the outputs that posenc did not write (the .json of a .npy, the .h of a .c or .bin).",
+)
 @click.pass_context
 def build_command(
     ctx: click.Context,
@@ -59,6 +67,7 @@ def build_command(
     as_json: bool,
     quiet: bool,
     verbose: bool,
+    force: bool,
 ) -> None:
     """Write every table of MANIFEST (default: posenc.toml), each exactly as its posenc command would.
 
@@ -88,7 +97,7 @@ def build_command(
       posenc build tables.toml --check               # CI: exit 1 if a table is out of date
       posenc build posenc.toml --depfile tables.d    # add_custom_command(... DEPFILE tables.d)
     """
-    with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet):
+    with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet=quiet, advice=verbose and not check):
         plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside)
         if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
             if not depfile.strip():
@@ -96,7 +105,12 @@ def build_command(
             building.check_depfile(plan, depfile)
             _atomic.check_writable(Path(depfile))
             building.depfile_text(plan, manifest)
-        report = building.build(plan, check=check, only=list(only) if only else None)
+
+        def follow(entry: building.Entry, table: Table) -> AbstractContextManager[Table]:
+            label = f"writing {entry.path.name}" if not check else f"checking {entry.path.name}"
+            return progress(table, label=label, text=entry.plan.format.text, quiet=quiet)
+
+        report = building.build(plan, check=check, only=list(only) if only else None, progress=follow, force=force)
         if depfile is not None and not check:
             building.write_depfile(depfile, report, manifest)
     if as_json:

@@ -15,13 +15,14 @@ from typing import Any
 import click
 import numpy as np
 
-from .. import api
+from .. import _atomic, api
+from .._printable import printable
 from ..errors import SpecError
-from ..formats import C_OPTIONS, FORMATS, WriteOptions
+from ..formats import C_OPTIONS, FORMATS
 from ..table import RowSource, Table
 from ._run import notes, say
 
-__all__ = ["write"]
+__all__ = ["progress", "write"]
 
 _C_OPTIONS = tuple(sorted(C_OPTIONS))
 
@@ -34,8 +35,6 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
     any other runs after the output is checked, so that a missing directory costs no work.
     """
     p = ctx.params
-    c_options: dict[str, object] = {key: p[key] for key in _C_OPTIONS}
-    WriteOptions(**c_options)  # type: ignore[arg-type]  # checks them before any work
     to_stdout = p["output"] == "-"
     if to_stdout:
         if p["format"] is None:
@@ -47,6 +46,13 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
             )
     table = make() if lazy else None
     out = api.plan(p["output"], format=p["format"], name=p["name"], check_paths=not to_stdout)
+    c_options = api.c_write_options(out, {key: p[key] for key in _C_OPTIONS}, header=p["header"])  # before any work
+    if to_stdout and not out.format.text and _is_terminal(sys.stdout):
+        raise SpecError(
+            f"-o - would write the binary {out.format.name} file to this terminal: redirect stdout to a file or a pipe "
+            f"(-o - -f {out.format.name} > out.{out.format.name}), or write a text format (csv, h)",
+            param="output",
+        )
     if table is None:
         table = make()
     if p["part"] is not None:
@@ -54,8 +60,11 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
             table = table.part(p["part"])
         except KeyError as exc:
             raise SpecError(str(exc.args[0]), param="part") from None
+    before = {path: _atomic.identity(path) for path in out.paths} if p["verbose"] else {}
     digests: dict[str, str] = {}
-    with _progress(table, out.format.text, p["quiet"] or to_stdout) as shown, notes(p["quiet"]):
+    label = f"writing {Path(out.paths[0]).name}" if not to_stdout else "writing to stdout"
+    bar = progress(table, label=label, text=out.format.text, quiet=p["quiet"] or to_stdout)
+    with bar as shown, notes(quiet=p["quiet"], advice=p["verbose"] and not p["check"]):
         if p["json"]:
             shown = _hashing(shown, digests)
         written = api.save(
@@ -67,6 +76,7 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
             command=command(out.name),
             check=p["check"],
             stdout=sys.stdout.buffer if to_stdout else None,
+            force=p["force"],
             **c_options,  # type: ignore[arg-type]  # checked by WriteOptions above
         )
     if p["check"]:
@@ -78,7 +88,15 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
         shapes = ", ".join(" x ".join(map(str, a.shape)) for a in table.arrays.values())
         for path in written:
             dtype = table.params.get("dtype", next(iter(table.arrays.values())).dtype)
-            say(f"wrote {path} ({out.format.name}, {shapes} {dtype}, {path.stat().st_size:,} bytes)")
+            what = "unchanged:" if before.get(path) is not None and before[path] == _atomic.identity(path) else "wrote"
+            say(f"{what} {path} ({out.format.name}, {shapes} {dtype}, {path.stat().st_size:,} bytes)")
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _report_check(changed: Sequence[Path], as_json: bool, quiet: bool) -> None:
@@ -163,28 +181,35 @@ _VALUES_PER_SECOND = {False: 100e6, True: 20e6}  # binary formats, text formats
 
 
 @contextlib.contextmanager
-def _progress(table: Table, text: bool, quiet: bool) -> Iterator[Table]:
-    """The table, wrapped so that a rich progress bar on stderr follows the rows the writer asks for.
+def progress(table: Table, *, label: str, text: bool, quiet: bool) -> Iterator[Table]:
+    """The table, wrapped so that a rich progress bar on stderr, ``label`` first (``writing pe.h``), follows the rows
+    the writer asks for, over every array computed on demand.
 
-    Shown only when stderr is a terminal, ``--quiet`` is not given and the work is expected to take over a second.
+    Shown only when stderr is a terminal, ``quiet`` is not set and the work is expected to take over a second.
     """
-    array = next(iter(table.arrays.values()))
-    if quiet or not sys.stderr.isatty() or len(table.arrays) != 1 or not isinstance(array, RowSource):
-        yield table
-        return
-    if array.size < _VALUES_PER_SECOND[text]:
+    lazy = {key: a for key, a in table.arrays.items() if isinstance(a, RowSource)}
+    values = sum(a.size for a in lazy.values())
+    if quiet or not sys.stderr.isatty() or not lazy or values < _VALUES_PER_SECOND[text]:
         yield table
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("writing"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn())
+    columns = (TextColumn(escape(printable(label))), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+               TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, transient=True, console=Console(stderr=True)) as bar:
-        task = bar.add_task("rows", total=array.shape[0])
+        task = bar.add_task("rows", total=sum(a.shape[0] for a in lazy.values()))
+        done = dict.fromkeys(lazy, 0)
 
-        def rows(lo: int, hi: int) -> np.ndarray:
-            block = array[lo:hi]
-            bar.update(task, completed=hi)
-            return block
+        def follow(key: str, array: RowSource) -> RowSource:
+            def rows(lo: int, hi: int) -> np.ndarray:
+                block = array[lo:hi]
+                done[key] = max(done[key], hi)
+                bar.update(task, completed=sum(done.values()))
+                return block
 
-        yield Table(table.kind, {key: RowSource(array.shape, array.dtype, rows) for key in table.arrays}, table.params)
+            return RowSource(array.shape, array.dtype, rows)
+
+        arrays = {key: follow(key, a) if key in lazy else a for key, a in table.arrays.items()}  # type: ignore[arg-type]
+        yield Table(table.kind, arrays, table.params, table.axes)

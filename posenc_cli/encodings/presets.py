@@ -235,8 +235,14 @@ def resolve(
     try:
         _frequencies(spec)  # checks the denominator
     except SpecError as exc:
-        if freq_shift is None and min_timescale is None and exc.param == "freq_shift":
-            raise SpecError(str(exc), param="d_model") from None  # the preset's shift: the width is the culprit
+        if freq_shift is None and min_timescale is None and exc.param == "freq_shift":  # the width is the culprit
+            shift = spec.freq_shift
+            least = 2 * (math.floor(shift) + 1)
+            raise SpecError(
+                f"d_model must be at least {least} for the {name} preset, got {d}: its frequencies are "
+                f"base^(-k/(d_model//2 - {shift:g})), and d_model//2 - {shift:g} must be positive",
+                param="d_model",
+            ) from None
         raise
     return spec
 

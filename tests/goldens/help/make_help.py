@@ -30,11 +30,19 @@ def helps() -> dict[str, str]:
     return out
 
 
+def rendered_by() -> str:
+    """The click version whose help formatting the goldens (and docs/commands.md) are: another wraps lines otherwise."""
+    from importlib.metadata import version
+
+    return version("click")
+
+
 def main() -> None:
     for stale in HERE.glob("*.txt"):
         stale.unlink()
     for name, text in helps().items():
         (HERE / name).write_text(text, encoding="utf-8")
+    (HERE / "CLICK_VERSION").write_text(rendered_by() + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
