@@ -224,3 +224,25 @@ def test_the_shared_values_stand_on_nothing_but_errors():
     for name in ("posenc_cli.table", "posenc_cli.dtypes", "posenc_cli.params", "posenc_cli.errors"):
         for target, _, line in imports(name):
             assert target == "posenc_cli.errors", f"{name}:{line} imports {target}"
+
+
+def test_no_module_of_the_package_is_ignored_by_git():
+    """A .gitignore line (``build/``) once kept posenc_cli/build/ out of every clean clone."""
+    import shutil
+    import subprocess
+
+    root = PACKAGE.parent
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = [str(p.relative_to(root)) for p in MODULES.values()]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=root, capture_output=True, text=True).stdout
+    assert ignored.split() == []
+
+
+def test_every_package_is_declared_for_installation():
+    import re
+
+    declared = re.search(r"^packages = \[(.*?)\]", (PACKAGE.parent / "pyproject.toml").read_text(), re.M)
+    assert declared is not None
+    packages = {name.strip(' "') for name in declared.group(1).split(",")}
+    assert packages == {name for name in MODULES if is_package(name)}
