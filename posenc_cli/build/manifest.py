@@ -70,9 +70,8 @@ from typing import Any, Union
 
 from .. import api
 from ..errors import PosencError, PosencWarning, SpecError
-from ..formats import C_OPTIONS, check_options
+from ..formats import C_OPTIONS
 from ..formats.limits import MAX_NESTING
-from ..formats.options import WriteOptions
 from ..kinds import KINDS
 from ..params import Param, Wrong, command_line, show
 from ..table import Table

@@ -27,7 +27,7 @@ from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, Spec
 __all__ = ["ClosedStream", "PosencGroup", "fail", "mapped_errors", "notes", "say"]
 
 #: Names some checks raise a SpecError under, and the option that the user typed for it.
-_PARAM_ALIASES = {"no_padding": "padding_idx", "half_type": "c_half_type"}
+_PARAM_ALIASES = {"no_padding": "padding_idx"}
 
 
 class PosencGroup(click.Group):

@@ -18,8 +18,10 @@ import click
 from .. import _atomic
 from .. import build as building
 from ..errors import SpecError
+from ..kinds import RUN
 from ..table import Table
 from ._run import mapped_errors, notes, say
+from .options import option
 from .write import progress
 
 __all__ = ["build_command"]
@@ -49,11 +51,7 @@ __all__ = ["build_command"]
 @click.option("--json", "as_json", is_flag=True, help="Print a report (outputs, status, shapes, sha256) on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No notes, and --check names nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what was written and what was already up to date (stderr).")
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Replace files beside the outputs that posenc did not write (the .json of a .npy, the .h of a .c or .bin).",
-)
+@option(next(p for p in RUN if p.name == "force"))  # the same switch as on every table command
 @click.pass_context
 def build_command(
     ctx: click.Context,
