@@ -45,6 +45,9 @@ from posenc_cli.errors import SpecError
 #: Every element type posenc writes, float types first.
 DTYPES = ("float32", "float64", "float16", "bfloat16", "q15", "q7", "int8")
 FLOATS = ("float32", "float64", "float16", "bfloat16")
+#: The integer types of index tables (relative positions), narrowest first. ``int8`` here is the integers
+#: themselves; the element type ``int8`` of :data:`DTYPES` (a float table quantised) always has a ``scale``.
+INDEX_DTYPES = ("int8", "int16", "int32", "int64")
 
 _STORAGE = {
     "float32": "<f4",
@@ -145,6 +148,30 @@ class ElementType:
             return _saturate_int(_round_half_away_exact(q * 2 ** (15 if self.name == "q15" else 7)), self.storage)
         assert self.scale is not None
         return _saturate_int(_round_half_away_exact(q / Fraction(self.scale)) + self.zero_point, self.storage)
+
+
+def element_of(params: Mapping[str, object], dtype: npt.DTypeLike) -> str:
+    """The element type of an array stored as ``dtype`` in a table with ``params``: the ``dtype`` parameter when
+    the array is stored as that type is, else the array's own NumPy name.
+
+    One table may hold arrays of several types (a relative-position ``index`` of int16 and the ``bias`` of
+    float32 gathered for it): the ``dtype`` parameter names the type of the arrays it decides.
+
+    Examples
+    --------
+    >>> element_of({"dtype": "bfloat16"}, np.uint16), element_of({"dtype": "int16"}, np.float32)
+    ('bfloat16', 'float32')
+    >>> element_of({}, np.int32), element_of({"dtype": "int8", "scale": 0.5}, np.int8)
+    ('int32', 'int8')
+    """
+    stored = np.dtype(dtype).newbyteorder("=")
+    name = params.get("dtype")
+    storage = _STORAGE.get(name) if isinstance(name, str) else None
+    if storage is None and name in INDEX_DTYPES:
+        storage = str(name)
+    if storage is not None and np.dtype(storage).newbyteorder("=") == stored:
+        return str(name)
+    return stored.name
 
 
 def decode(stored: np.ndarray, params: Mapping[str, object]) -> np.ndarray:

@@ -360,3 +360,40 @@ def test_cli_writes_a_file_the_library_reads(tmp_path):
     assert list(loaded) == ["pe"]
     assert loaded["pe"].tobytes() == posenc_cli.generate(8, 6).array.tobytes()
     assert posenc_meta(out)["params"]["seq_len"] == 8
+
+
+def _file(header: dict, data: bytes) -> io.BytesIO:
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return io.BytesIO(struct.pack("<Q", len(text)) + text + data)
+
+
+@pytest.mark.parametrize(
+    ("header", "data", "fragment"),
+    [
+        ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4, "truncated"),
+        ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+          "b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4, "overlaps"),
+        ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+          "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, b"\0" * 4, "truncated"),
+        ({"a": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}}, b"\0", "dtype"),
+    ],
+)  # fmt: skip
+def test_reading_one_tensor_checks_the_whole_header_first(header, data, fragment):
+    """load_part reads one tensor, but a file that is not valid as a whole is refused as load refuses it."""
+    with pytest.raises(FormatError, match=fragment):
+        st.load_part(_file(header, data), None, "a")
+    with pytest.raises(FormatError, match=fragment):
+        st.names(_file(header, data))
+
+
+def test_reading_one_tensor_claims_only_its_bytes():
+    from posenc_cli.formats.limits import Budget
+
+    buffer = io.BytesIO(safetensors.numpy.save({"big": np.zeros(1 << 18, np.float32), "w": np.ones(3, np.float32)}))
+    assert st.load_part(buffer, Budget(64), "w").arrays["w"].tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(st.MissingTensor) as info:
+        st.load_part(io.BytesIO(buffer.getvalue()), Budget(64), "x")
+    assert info.value.keys == ["big", "w"]
+    with pytest.raises(FormatError, match="memory|bytes"):
+        st.load_part(io.BytesIO(buffer.getvalue()), Budget(64), "big")

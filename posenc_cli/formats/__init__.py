@@ -110,6 +110,11 @@ class Format:
     #: takes; any other, given with a value other than its default, is refused (:func:`check_options`).
     options: frozenset[str] = frozenset()
     aliases: tuple[str, ...] = ()
+    #: ``load_part(fp, budget, key)``: the one array ``key`` of a file that may hold many more than posenc reads
+    #: whole (a model's checkpoint), reading no other array; ``None`` where the format has no such read.
+    load_part: Callable[[BinaryIO, Budget, str], Table] | None = None
+    #: ``names(fp)``: the keys of every array of such a file, reading no data (with ``load_part``).
+    names: Callable[[BinaryIO], list[str]] | None = None
 
 
 #: The start of every C file posenc writes: ``/*`` and the first line of the provenance comment
@@ -156,6 +161,8 @@ FORMATS: dict[str, Format] = {
         "Hugging Face safetensors: every array of the table, and its parameters",
         _lazy("safetensors", "dump"),
         _lazy("safetensors", "load"),
+        load_part=_lazy("safetensors", "load_part"),
+        names=_lazy("safetensors", "names"),
     ),
     "h5": Format(
         "h5",

@@ -12,7 +12,7 @@ The identity is the first 8 bytes of BLAKE2b (person ``posenc-table-id``), as a 
 JSON (sorted keys, no spaces, ASCII) of::
 
     {"version": posenc's version, "kind": the kind line, "params": [each parameter's line (sorted by name)],
-     "arrays": [[symbol, element type, stored dtype, [[size macro, size], ...]], ...] (in the table's order),
+     "arrays": [[symbol, its element type, stored dtype, [[size macro, size], ...]], ...] (in the table's order),
      "options": {"name", "lang", "namespace", "align", "progmem", "float_literal", "half_type"},
      "values": BLAKE2b-256 (hex) of every array's stored values}
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -104,8 +104,11 @@ def values_digest(table: Table) -> str:
     return hasher.hexdigest()
 
 
-def table_id(table: Table, names: CNames, element: str, options: WriteOptions, version: str, digest: str) -> str:
-    """The identity (module docstring) as C writes it: ``0x`` and 16 upper-case hex digits."""
+def table_id(
+    table: Table, names: CNames, elements: Mapping[str, str], options: WriteOptions, version: str, digest: str
+) -> str:
+    """The identity (module docstring) as C writes it: ``0x`` and 16 upper-case hex digits; ``elements`` maps each
+    array's key to its element type."""
     description = {
         "version": comment_safe(version),
         "kind": comment_line(f"  kind: {table.kind}"),
@@ -113,7 +116,7 @@ def table_id(table: Table, names: CNames, element: str, options: WriteOptions, v
         "arrays": [
             [
                 names.symbols[key],
-                element,
+                elements[key],
                 array.dtype.newbyteorder("<").str,
                 [[macro, names.sizes[macro]] for macro in names.dims[key]],
             ]

@@ -21,14 +21,16 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..dtypes import ElementType
 from ..errors import FormatError, PosencError
 from . import c
 from ._c_comment import DID_NOT_WRITE, Comment, read_comment
 from ._c_values import Stream, read_initializer
+from ._spell import storage
 from .limits import Budget
 
-#: C type -> the element types posenc writes with it; the first is the one of a table without a dtype parameter.
+#: C type -> the element types posenc writes with it. An array is of the table's ``dtype`` parameter when that is
+#: one of them, else of the first (its own type: what a table without a dtype parameter, or an array stored
+#: otherwise than the dtype says, is written with; :func:`~posenc_cli.formats._spell.element_name`).
 _ELEMENTS: dict[str, tuple[str, ...]] = {
     "float": ("float32",),
     "double": ("float64",),
@@ -37,12 +39,14 @@ _ELEMENTS: dict[str, tuple[str, ...]] = {
     "uint16_t": ("float16", "bfloat16"),
     "_Float16": ("float16",),
     "__fp16": ("float16",),
-    "int16_t": ("q15",),
-    "int8_t": ("q7", "int8"),
+    "int16_t": ("int16", "q15"),
+    "int8_t": ("int8", "q7"),
+    "int32_t": ("int32",),
+    "int64_t": ("int64",),
 }
 
 _NAME = rb"([A-Za-z][A-Za-z0-9_]*)"
-_CTYPE = rb"(float|double|uint16_t|uint32_t|uint64_t|_Float16|__fp16|int16_t|int8_t)"
+_CTYPE = rb"(float|double|uint16_t|uint32_t|uint64_t|_Float16|__fp16|int16_t|int8_t|int32_t|int64_t)"
 _DIMS = rb"((?:\[[A-Za-z0-9_]+\])+)"
 _LINES = {
     "definition": re.compile(
@@ -171,7 +175,8 @@ def read_file(fp: BinaryIO, budget: Budget, *, values: bool) -> CFile:
                 claim(budget, int(np.prod(shape, dtype=object)) * storage.itemsize, f"array {array.symbol}")
                 read, hexadecimal = read_initializer(stream, array.ctype, name, shape)
                 file.values.append(read)
-                file.hexadecimal = file.hexadecimal or hexadecimal
+                # Hexadecimal float literals (the bit patterns of 16-bit floats are always hexadecimal).
+                file.hexadecimal = file.hexadecimal or (hexadecimal and array.ctype in ("float", "double"))
         elif kind == "declaration":
             if len(file.declared) == len(comment.shapes):
                 raise FormatError("the file declares more arrays than its comment describes")
@@ -195,6 +200,7 @@ def read_file(fp: BinaryIO, budget: Budget, *, values: bool) -> CFile:
             file.spans.append((int(match[1]), int(match[2])))
     if file.guard is not None and not closed:
         raise FormatError(f"truncated file: the include guard {file.guard_macro} is never closed")
+    _check_dtype(comment, file.defined or file.declared)
     return file
 
 
@@ -213,18 +219,24 @@ def _array(match: re.Match[bytes], at: int, qualifiers: str, align: int | None, 
 
 
 def element_type(comment: Comment, ctype: str) -> tuple[str, np.dtype]:
-    """The element type name and storage dtype of an array declared with ``ctype``."""
+    """The element type name and storage dtype of an array declared with ``ctype`` (the rule of :data:`_ELEMENTS`)."""
     allowed = _ELEMENTS[ctype]
     dtype = comment.params.get("dtype")
-    if dtype is None:
-        name = allowed[0]
-        if name in ("q15", "q7"):
-            raise FormatError(f"a {ctype} table without a dtype parameter: posenc does not write one")
-    elif dtype in allowed:
-        name = str(dtype)
-    else:
-        raise FormatError(f"the comment says dtype {dtype} but the arrays are {ctype}: posenc writes {dtype} otherwise")
-    return name, ElementType(name).storage
+    name = str(dtype) if dtype in allowed else allowed[0]
+    found = storage(name)
+    if found is None:  # cannot be: every name of _ELEMENTS is an element type
+        raise FormatError(f"{ctype} arrays of dtype {name}: posenc writes none")
+    return name, found
+
+
+def _check_dtype(comment: Comment, arrays: list[CArray]) -> None:
+    """``FormatError`` when the comment's ``dtype`` parameter is the element type of none of the arrays: posenc
+    writes a table's dtype for the arrays it describes, so at least one is declared with a C type of it."""
+    dtype = comment.params.get("dtype")
+    if dtype is None or not arrays or any(dtype in _ELEMENTS[array.ctype] for array in arrays):
+        return
+    ctypes = ", ".join(dict.fromkeys(array.ctype for array in arrays))
+    raise FormatError(f"the comment says dtype {dtype} but the arrays are {ctypes}: posenc writes {dtype} otherwise")
 
 
 # ------------------------------------------------------------------------------------------- file positions

@@ -153,4 +153,5 @@ def _difference(table: Table, file: CFile, ours: str, theirs: str | None) -> str
 def _identity(table: Table, options: WriteOptions, version: str) -> str:
     """The table identity the writer gives ``table`` under ``options``."""
     names = c_names(table, options.name, cxx=options.lang == "c++", namespace=options.namespace)
-    return table_id(table, names, element_name(table), options, version, values_digest(table))
+    elements = {key: element_name(table, key) for key in table.arrays}
+    return table_id(table, names, elements, options, version, values_digest(table))

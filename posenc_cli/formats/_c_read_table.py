@@ -19,7 +19,13 @@ from ._c_read_file import CArray, CFile, element_type
 from .options import WriteOptions
 
 #: Keys of the tables of one array that the kind and the number of dimensions name.
-_SINGLE_KEYS = {("alibi", 1): "slopes", ("alibi", 2): "bias", ("rope", 1): "inv_freq"}
+_SINGLE_KEYS = {
+    ("alibi", 1): "slopes",
+    ("alibi", 2): "bias",
+    ("rope", 1): "inv_freq",
+    ("relative", 2): "index",
+    ("window", 2): "index",
+}
 
 
 def table_layout(file: CFile, arrays: list[CArray]) -> tuple[str, list[tuple[str, tuple[int, ...], tuple[str, ...]]]]:
@@ -81,13 +87,18 @@ def write_options(file: CFile, name: str, arrays: list[CArray]) -> Iterator[Writ
     ``.bin``, each the file leaves open (the alignment below 16, decimal or hex literals), for the identity to
     decide."""
     first = arrays[0]
-    element = element_type(file.comment, first.ctype)[0]
-    if first.ctype in ("uint32_t", "uint64_t") and element in ("float32", "float64"):
+    ctypes = {array.ctype for array in arrays}
+    floats = bool(ctypes & {"float", "double"})
+    if any(
+        array.ctype in ("uint32_t", "uint64_t") and element_type(file.comment, array.ctype)[0] in ("float32", "float64")
+        for array in arrays
+    ):
         literals = ["bits"]
-    elif first.ctype in ("float", "double") and file.defined:
+    elif floats and file.defined:
         literals = ["hex" if file.hexadecimal else "decimal"]
     else:
-        literals = ["decimal", "hex"] if first.ctype in ("float", "double") else ["decimal"]
+        literals = ["decimal", "hex"] if floats else ["decimal"]
+    half = next((array.ctype for array in arrays if array.ctype in ("_Float16", "__fp16")), None)
     if file.defined:
         aligns: list[int | None] = [first.align]
     elif not file.align_macro:
@@ -109,7 +120,7 @@ def write_options(file: CFile, name: str, arrays: list[CArray]) -> Iterator[Writ
                 align=align,
                 progmem=progmem,
                 float_literal=literal,
-                c_half_type=first.ctype if first.ctype in ("_Float16", "__fp16") else None,
+                c_half_type=half,
             )
 
 

@@ -4,17 +4,21 @@ Values are read as the C compiler reads them, exactly: ``float`` decimals (``0.8
 (``0x1.aed548p-1f``) are correctly rounded to float32 (a value read as float64 that lands exactly half-way between
 two float32s is decided from its digits); ``double`` literals are correctly rounded to float64;
 ``_Float16``/``__fp16`` literals are floats converted to binary16, as C converts them; bit patterns (``0x3C00 /*
-1.0 */``) are viewed as their type (bfloat16 stays ``<u2`` bit patterns, as posenc stores it); q15/q7/int8 are
-integers, range-checked. (The reader then refuses any spelling but posenc's own; reading other spellings exactly
-keeps that refusal a matter of bytes, never of a value read wrong.)
+1.0 */``) are viewed as their type (bfloat16 stays ``<u2`` bit patterns, as posenc stores it); q15/q7/int8 codes
+and int8/int16/int32/int64 integers are read as exact integers (``(-2147483647 - 1)``, ``INT64_C(5000000000)``,
+``(-INT64_C(9223372036854775807) - 1)`` too: :mod:`~posenc_cli.formats._ctypes`), each checked against its type's
+range. (The reader then refuses any spelling but posenc's own; reading other spellings exactly keeps that refusal a
+matter of bytes, never of a value read wrong.)
 
 Bounded memory: the initializer is parsed in blocks of whole rows of about :data:`CHUNK` bytes; each block's syntax
-(rows of exactly the declared width) is checked in linear time before NumPy converts it; the reader claims the
-array from the :class:`~posenc_cli.formats.limits.Budget` before it is allocated.
+(rows of exactly the declared width; for an N-D array, the braces of every level around them, exactly where the
+shape puts them) is checked in linear time before NumPy converts it; the reader claims the array from the
+:class:`~posenc_cli.formats.limits.Budget` before it is allocated.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator
 from fractions import Fraction
@@ -22,8 +26,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..dtypes import ElementType
 from ..errors import FormatError
+from ._spell import storage as storage_of
 
 #: Bytes read from the file at a time, and of initializer converted at a time (whole rows).
 CHUNK = 1 << 18
@@ -49,7 +53,19 @@ LITERALS = {
     "uint64_t": rb"0[xX][0-9a-fA-F]{1,16}",
     "int16_t": rb"-?[0-9]{1,6}",
     "int8_t": rb"-?[0-9]{1,4}",
+    "int32_t": rb"\(-2147483647 - 1\)|-?[0-9]{1,11}",
+    "int64_t": rb"\(-INT64_C\(9223372036854775807\) - 1\)|-?INT64_C\([0-9]{1,20}\)|-?[0-9]{1,11}",
 }
+#: What the minima and ``INT64_C(...)`` are, for the integer conversion (their syntax checked before).
+_INT_SPELLINGS = (
+    (b"(-2147483647 - 1)", b"-2147483648"),
+    (b"(-INT64_C(9223372036854775807) - 1)", b"-9223372036854775808"),
+    (b"INT64_C(", b""),
+    (b")", b""),
+)
+#: Bytes of initializer text per brace pair of an N-D array at most: its two lines' indentation (four spaces a
+#: level), braces, comma and line ends.
+MAX_GROUP_BYTES = 8 * 8 + 16
 _COMMENT = re.compile(rb"/\*[^*]*\*/")
 
 
@@ -112,13 +128,16 @@ class Stream:
 def read_initializer(stream: Stream, ctype: str, name: str, shape: tuple[int, ...]) -> tuple[np.ndarray, bool]:
     """The values of one initializer (the stream is just after its ``= {`` line), as the storage of element type
     ``name``, and whether a hexadecimal literal was seen. The caller has claimed the array's bytes."""
-    storage = ElementType(name).storage
-    count = int(np.prod(shape, dtype=object))
+    storage = _storage(name)
+    count = math.prod(shape)
     out = np.empty(shape, storage)
     flat = out.reshape(-1)
     literal = re.compile(LITERALS[ctype])
     width = shape[-1]
     limit = count * MAX_VALUE_BYTES + 1024
+    if len(shape) > 2:
+        groups = sum(math.prod(shape[:depth]) for depth in range(1, len(shape)))
+        return _read_nested(stream, ctype, name, out, literal, limit + groups * MAX_GROUP_BYTES)
     what = f"{' x '.join(map(str, shape))} {ctype} values"
     hexadecimal = False
     if len(shape) == 1:
@@ -132,7 +151,6 @@ def read_initializer(stream: Stream, ctype: str, name: str, shape: tuple[int, ..
         return out, b"x" in text.lower()
     row = b"{" + b"#," * (width - 1) + b"#},"
     done = 0
-    pending = b""
 
     def take(block: bytes) -> None:
         nonlocal done, hexadecimal
@@ -153,6 +171,18 @@ def read_initializer(stream: Stream, ctype: str, name: str, shape: tuple[int, ..
             flat[done : done + rows * width] = convert(values, ctype, name)
         done += rows * width
 
+    _feed(stream, limit, take, what)
+    if done != count:
+        raise FormatError(
+            f"the initializer holds {done // width} rows, the comment gives {shape[0]}: truncated or edited"
+        )
+    return out, hexadecimal
+
+
+def _feed(stream: Stream, limit: int, take: Callable[[bytes], None], what: str) -> None:
+    """Hand an initializer to ``take`` in blocks of whole rows (each ending ``},``, about :data:`CHUNK` bytes), up to
+    its ``;``; the last block without the initializer's closing brace, which must be there."""
+    pending = b""
     for piece in stream.until(b";", limit):
         pending += piece
         cut = pending.rfind(b"},")
@@ -163,11 +193,102 @@ def read_initializer(stream: Stream, ctype: str, name: str, shape: tuple[int, ..
     if not pending.endswith(b"}"):
         raise FormatError(f"the initializer of {what} does not end with '}}'")
     take(pending[:-1])
-    if done != count:
-        raise FormatError(
-            f"the initializer holds {done // width} rows, the comment gives {shape[0]}: truncated or edited"
-        )
+
+
+def _read_nested(
+    stream: Stream, ctype: str, name: str, out: np.ndarray, literal: re.Pattern[bytes], limit: int
+) -> tuple[np.ndarray, bool]:
+    """The values of an N-D initializer (N > 2) into ``out``, its syntax checked block by block against the one
+    :func:`_structure` gives (each row replaced by ``R``)."""
+    shape = out.shape
+    flat = out.reshape(-1)
+    row = b"{" + b"#," * (shape[-1] - 1) + b"#},"
+    expected = _Expected(_structure(shape[:-1]))
+    what = f"{' x '.join(map(str, shape))} {ctype} values"
+    leading = len(shape) - 2
+    layout = f"rows of {shape[-1]} in braces for each index of the first {leading} ax{'is' if leading == 1 else 'es'}"
+    done = 0
+    hexadecimal = False
+
+    def take(block: bytes) -> None:
+        nonlocal done, hexadecimal
+        text = _strip_comments(block)
+        skeleton = _skeleton(text, literal)
+        rows = b"not posenc's" if b"R" in skeleton else skeleton.replace(row, b"R")
+        if b"#" in rows or not expected.next_is(rows):
+            raise FormatError(f"the initializer is not {what} as posenc writes them, {layout} (after value {done})")
+        values = literal.findall(text)
+        if done + len(values) > flat.size:  # cannot be: the structure holds as many
+            raise FormatError(f"the initializer holds more than the {what} the comment gives")
+        if values:
+            joined = b",".join(values)
+            hexadecimal = hexadecimal or b"x" in joined.lower()
+            flat[done : done + len(values)] = convert(joined, ctype, name)
+        done += len(values)
+
+    _feed(stream, limit, take, what)
+    if done != flat.size:
+        raise FormatError(f"the initializer holds {done} values, the comment gives {flat.size}: truncated or edited")
+    if not expected.at_end():
+        raise FormatError(f"the initializer of {what} ends before its braces close ({layout}): truncated or edited")
     return out, hexadecimal
+
+
+def _structure(shape: tuple[int, ...]) -> Iterator[bytes]:
+    """The skeleton of the rows of an array whose leading axes are ``shape`` (two or more), each row as ``R``: a
+    brace pair and a comma (``{...},``) around each index of every axis but the last, in pieces of at most about
+    :data:`CHUNK` bytes (an index whose skeleton is small is repeated in one piece)."""
+    if len(shape) == 1:
+        for lo in range(0, shape[0], CHUNK):
+            yield b"R" * min(CHUNK, shape[0] - lo)
+        return
+    if _length(shape[1:]) <= CHUNK // 64:
+        unit = b"{" + b"".join(_structure(shape[1:])) + b"},"
+        step = CHUNK // len(unit)
+        for lo in range(0, shape[0], step):
+            yield unit * min(step, shape[0] - lo)
+        return
+    for _ in range(shape[0]):
+        yield b"{"
+        yield from _structure(shape[1:])
+        yield b"},"
+
+
+def _length(shape: tuple[int, ...]) -> int:
+    """The length of :func:`_structure` of ``shape``."""
+    return shape[0] if len(shape) == 1 else shape[0] * (_length(shape[1:]) + 3)
+
+
+class _Expected:
+    """The bytes an iterator of pieces yields, taken in runs of any length (:meth:`next_is`)."""
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        self._pieces = pieces
+        self._buf = b""
+
+    def next_is(self, text: bytes) -> bool:
+        """Whether the next ``len(text)`` bytes are ``text``; they are consumed."""
+        parts = [self._buf]
+        have = len(self._buf)
+        while have < len(text):
+            piece = next(self._pieces, b"")
+            if not piece:
+                break
+            parts.append(piece)
+            have += len(piece)
+        joined = b"".join(parts)
+        self._buf = joined[len(text) :]
+        return joined[: len(text)] == text
+
+    def at_end(self) -> bool:
+        return not self._buf and not next(self._pieces, b"")
+
+
+def _storage(name: str) -> np.dtype:
+    found = storage_of(name)
+    if found is None:
+        raise FormatError(f"{name} is not an element type posenc writes to C")
+    return found
 
 
 def _first_difference(a: bytes, b: bytes) -> int:
@@ -195,10 +316,17 @@ def _strip_comments(text: bytes) -> bytes:
 
 def convert(text: bytes, ctype: str, name: str) -> np.ndarray:
     """Comma-separated literals of ``ctype`` (syntax already checked) as stored values of element type ``name``."""
-    storage = ElementType(name).storage
-    if ctype in ("int16_t", "int8_t"):
-        ints = np.fromstring(text, np.int64, sep=",")
+    storage = _storage(name)
+    if ctype.startswith("int"):
         info = np.iinfo(storage)
+        if ctype == "int64_t":  # past int64, np.fromstring saturates: Python's integers are exact
+            for spelled, plain in _INT_SPELLINGS:
+                text = text.replace(spelled, plain)
+            exact = [int(token) for token in text.split(b",")]
+            if exact and (min(exact) < info.min or max(exact) > info.max):
+                raise FormatError(f"a {name} value is outside [{info.min}, {info.max}]")
+            return np.array(exact, storage)
+        ints = np.fromstring(text.replace(*_INT_SPELLINGS[0]), np.int64, sep=",")  # at most 11 digits: exact
         if ints.size and (ints.min() < info.min or ints.max() > info.max):
             raise FormatError(f"a {name} value is outside [{info.min}, {info.max}]")
         return ints.astype(storage)

@@ -14,24 +14,41 @@ float16, native ``_Float16``/``__fp16`` decimal of the exact value + ``f``      
 bfloat16        ``uint16_t``            bfloat16 bit pattern, value in a comment         C99/C++11
 q15             ``int16_t``             integer (CMSIS ``q15_t``)                        C99/C++11
 q7, int8        ``int8_t``              integer (CMSIS ``q7_t``, TFLite int8)            C99/C++11
+int8 (plain)    ``int8_t``              integer, the value itself                        C99/C++11
+int16           ``int16_t``             integer, the value itself                        C99/C++11
+int32           ``int32_t``             integer; INT32_MIN as ``(-2147483647 - 1)``      C99/C++11
+int64           ``int64_t``             integer; past 32 bits ``INT64_C(5000000000)``,   C99/C++11
+                                        INT64_MIN as ``(-INT64_C(9223372036854775807) - 1)``
 ==============  ======================  ===============================================  ==========
 
 ``<stdint.h>`` is included for the fixed-width types (C89 compilers ship it in practice; ``-std=c89 -pedantic``
 accepts it with GCC and Clang). The native half-precision literals are float decimals whose value is exactly the
 binary16 value, so the conversion to ``_Float16``/``__fp16`` is exact.
+
+Integer literals: C gives an unsuffixed decimal constant the first of ``int``, ``long`` (C89: ``unsigned long``),
+``long long`` that holds it, and ``-`` applies to that constant: ``-2147483648`` is ``-(2147483648)``, which is
+``unsigned long`` in C89 on a 32-bit ``long`` (a warning) and beyond every type for ``-9223372036854775808``. So
+every literal posenc writes is a constant of at most 31 bits, negated, except the two minima, spelled as the
+arithmetic ``(-2147483647 - 1)``, and int64 values past 31 bits, spelled with ``<stdint.h>``'s ``INT64_C`` (the
+suffix of this target's ``int64_t``). They compile warning-free with ``-std=c99``/``-std=c++11 -Wall -Wextra
+-pedantic``, with a 16-bit ``int`` (AVR) and a 32-bit ``long`` (Cortex-M) too.
+
+Each array has its own element type (:func:`~posenc_cli.formats._spell.element_name`): a table of int16 indices and
+float32 coordinates declares an ``int16_t`` and a ``float`` array. ``float_literal`` applies to its float32 and
+float64 arrays, ``c_half_type`` to its float16 ones; each is refused for a table that has none.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import FormatError, SpecError
 from ..table import Table
-from ._spell import Spell, decimal, element_name, float32_text, join_texts, per_value
+from ._spell import INTEGERS, Spell, decimal, element_name, float32_text, integers, is_affine, join_texts, per_value
 from .options import WriteOptions
 
 
@@ -50,13 +67,23 @@ class CElement:
     prefix: str = ""
 
 
-def c_element(table: Table, options: WriteOptions) -> CElement:
-    """How ``table`` is written in C under ``options`` (float literal style, half type)."""
-    name = element_name(table)
-    if options.c_half_type is not None and name != "float16":
-        raise SpecError(f"native half literals are for float16 tables, not {name}", param="c_half_type")
-    if options.float_literal != "decimal" and name not in ("float32", "float64"):
-        raise SpecError(f"float_literal applies to float32 and float64 tables, not {name}", param="float_literal")
+def c_elements(table: Table, options: WriteOptions) -> dict[str, CElement]:
+    """How each array of ``table`` is written in C under ``options`` (float literal style, half type), by key."""
+    names = {key: element_name(table, key) for key in table.arrays}
+    kinds = ", ".join(dict.fromkeys(names.values()))
+    if options.c_half_type is not None and "float16" not in names.values():
+        raise SpecError(f"native half literals are for float16 tables, not {kinds}", param="c_half_type")
+    if options.float_literal != "decimal" and not {"float32", "float64"} & set(names.values()):
+        raise SpecError(f"float_literal applies to float32 and float64 tables, not {kinds}", param="float_literal")
+    affine = is_affine(table.params)
+    made = {name: c_element(name, options, affine=affine) for name in dict.fromkeys(names.values())}
+    return {key: made[name] for key, name in names.items()}
+
+
+def c_element(name: str, options: WriteOptions, *, affine: bool = False) -> CElement:
+    """How values of the element type ``name`` are written in C under ``options`` (``affine``: int8 is the affine
+    quantised type, :func:`~posenc_cli.formats._spell.is_affine`); ``FormatError`` for a type C output does not hold.
+    """
     if name in ("float32", "float64"):
         ctype, suffix = ("float", b"f") if name == "float32" else ("double", b"")
         if options.float_literal == "decimal":
@@ -106,7 +133,7 @@ def c_element(table: Table, options: WriteOptions) -> CElement:
             _bits(4, comment=True, bfloat16=True),
             per_line=4,
         )
-    if name in ("q15", "q7", "int8"):
+    if name in ("q15", "q7") or (name == "int8" and affine):
         ctype = "int16_t" if name == "q15" else "int8_t"
         reading = {
             "q15": "CMSIS q15_t: value = v / 32768.0",
@@ -114,7 +141,44 @@ def c_element(table: Table, options: WriteOptions) -> CElement:
             "int8": "affine int8: value = (v - ZERO_POINT) * SCALE (the macros below)",
         }[name]
         return CElement(ctype, ("<stdint.h>",), "C99 or C++11", reading, decimal(name))
+    if name in INTEGERS:
+        return CElement(f"{name}_t", ("<stdint.h>",), "C99 or C++11", "", integers(_INTEGER_LITERALS[name]))
     raise FormatError(f"C output cannot hold {name} tables")
+
+
+def _int32_literal(value: int) -> str:
+    return "(-2147483647 - 1)" if value == -(2**31) else str(value)
+
+
+def _int64_literal(value: int) -> str:
+    if value == -(2**63):
+        return "(-INT64_C(9223372036854775807) - 1)"
+    if abs(value) < 2**31:
+        return str(value)
+    return f"{'-' if value < 0 else ''}INT64_C({abs(value)})"
+
+
+#: How each plain integer type's values are spelled (the module docstring says why).
+_INTEGER_LITERALS: dict[str, Callable[[int], str]] = {
+    "int8": str,
+    "int16": str,
+    "int32": _int32_literal,
+    "int64": _int64_literal,
+}
+
+
+def summary(elements: Iterable[CElement]) -> tuple[tuple[str, ...], str, str]:
+    """The ``#include`` lines, the ``Needs:`` text and the ``Values:`` text of a file holding arrays of these
+    element types (in the table's order; one type: its own)."""
+    kinds = list(elements)
+    includes = tuple(dict.fromkeys(h for element in kinds for h in element.includes))
+    needs = list(dict.fromkeys(element.needs for element in kinds))
+    if len(needs) > 1:  # the strictest: C89 code is C99 code; hex floats need more of C++ than <cstdint> does
+        needs = [n for n in needs if n != "C89"]
+        if "C99 or C++17 (hexadecimal floating literals)" in needs:
+            needs = [n for n in needs if n != "C99 or C++11"]
+    readings = "; ".join(dict.fromkeys(element.reading for element in kinds if element.reading))
+    return includes, ", and ".join(needs), readings
 
 
 def _hex_float(value: float) -> str:

@@ -4,18 +4,26 @@
 - float16: the shortest decimal that reads back to the same binary16 (NumPy's Dragon4 for ``float16``).
 - bfloat16 (stored as bit patterns): the shortest decimal whose correct rounding to bfloat16 gives the same bits,
   found by trying 1 to 9 significant digits.
-- q15, q7, int8: the integers.
+- q15, q7, int8 and the plain integers (int16, int32, int64): the integers.
 
 Float texts always hold a ``.`` or an exponent. All but float32/float64 go value by value (about a microsecond
-each): such tables are small.
+each for the floats, a tenth of that for integers).
+
+Element types, per array (:func:`element_name`): a table's ``dtype`` parameter names the element type of the arrays
+stored as that type stores them (:func:`storage`: ``<u2`` for bfloat16, ``<i2`` for q15 and int16, ...); an array
+stored otherwise is of its own numpy type. A window table (``dtype`` int16) holds int16 ``index`` and float32
+``coords``: the one is int16, the other float32. The name ``int8`` is two types: with a ``scale`` parameter it is
+affine quantised int8 (:func:`is_affine`: the codes mean ``(code - zero_point) * scale``), without one the plain
+integers, the values themselves (relative position indices), like int16, int32 and int64.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..dtypes import DTYPES, INDEX_DTYPES, ElementType, element_of
 from ..errors import FormatError
 from ..table import Table
 from ._text import join_rows, shortest
@@ -48,8 +56,6 @@ def float32_text(value: np.floating) -> str:
 
 def bfloat16_text(bits: int) -> str:
     """The shortest decimal that rounds (half-even) to the bfloat16 with these bits."""
-    from ..dtypes import ElementType
-
     value = float(np.array(bits << 16, np.uint32).view(np.float32))
     if value == 0.0:
         return "-0.0" if bits & 0x8000 else "0.0"
@@ -62,10 +68,52 @@ def bfloat16_text(bits: int) -> str:
     return float32_text(np.float32(value))
 
 
-def element_name(table: Table) -> str:
-    """The table's element type: its ``dtype`` parameter, else its array's dtype name (``float32``, ``int16``)."""
-    name = table.params.get("dtype")
-    return name if isinstance(name, str) else next(iter(table.arrays.values())).dtype.name
+#: The plain integer element types (the values themselves, no scale) and their storage.
+INTEGERS: dict[str, np.dtype] = {name: np.dtype(name) for name in INDEX_DTYPES}
+
+
+def storage(name: object) -> np.dtype | None:
+    """The numpy storage (native byte order) of the element type ``name``; ``None`` for a name that is none.
+
+    Examples
+    --------
+    >>> storage("bfloat16"), storage("int32"), storage("complex64")
+    (dtype('uint16'), dtype('int32'), None)
+    """
+    if name in DTYPES:
+        return ElementType(str(name)).storage
+    return INTEGERS.get(name) if isinstance(name, str) else None
+
+
+def element_name(table: Table, key: str) -> str:
+    """The element type of ``table.arrays[key]``: the table's ``dtype`` parameter when the array is stored as that
+    type stores its values, else the array's numpy dtype name (:func:`posenc_cli.dtypes.element_of`).
+
+    Examples
+    --------
+    >>> t = Table("window", {"index": np.zeros((2, 2), np.int16), "coords": np.zeros((3, 3, 2), np.float32)},
+    ...           {"dtype": "int16"})
+    >>> element_name(t, "index"), element_name(t, "coords")
+    ('int16', 'float32')
+    >>> element_name(Table("rope", {"cos": np.zeros((2, 2), np.int16)}, {"dtype": "q15"}), "cos")
+    'q15'
+    """
+    return element_of(table.params, table.arrays[key].dtype)
+
+
+def is_affine(params: Mapping[str, object]) -> bool:
+    """Whether ``int8`` arrays of a table with these parameters are affine quantised (``dtype`` int8 and a ``scale``)
+    rather than plain integers."""
+    return params.get("dtype") == "int8" and "scale" in params
+
+
+def integers(spell_one: Callable[[int], str] = str) -> Spell:
+    """A :data:`Spell` of integer arrays: each value, a Python ``int``, spelled by ``spell_one``."""
+
+    def spell(block: np.ndarray, seps: Sequence[bytes], row_start: bytes) -> bytes:
+        return join_texts(([spell_one(v) for v in row] for row in np.asarray(block).tolist()), seps, row_start)
+
+    return spell
 
 
 def decimal(element: str, suffix: bytes = b"") -> Spell:
@@ -78,7 +126,7 @@ def decimal(element: str, suffix: bytes = b"") -> Spell:
     if element == "bfloat16":
         return per_value(lambda v: bfloat16_text(int(v)) + end)
     if element in ("q15", "q7") or np.dtype(element).kind in "iu":
-        return per_value(lambda v: str(int(v)))
+        return integers()
     raise FormatError(f"text formats cannot hold {element} values")
 
 

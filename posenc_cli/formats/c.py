@@ -55,7 +55,8 @@ strings are escaped as :mod:`~posenc_cli.formats._c_names` describes.
 Options (:class:`~posenc_cli.formats.options.WriteOptions`):
 
 - The element type and literal style come from :mod:`posenc_cli.formats._ctypes` (float/double decimals by default;
-  hex floats, bit patterns, 16-bit floats, q15/q7/int8 integers).
+  hex floats, bit patterns, 16-bit floats, q15/q7/int8 codes, int8/int16/int32/int64 integers), for each array
+  its own: a table of int16 indices and float32 coordinates declares an ``int16_t`` and a ``float`` array.
 - ``align``: the definition carries ``POSENC_ALIGNED(n)``, defined once per translation unit as ``alignas`` (C++11),
   ``_Alignas`` (C11), ``__attribute__((aligned))`` (GCC, Clang), ``__declspec(align)`` (MSVC) or nothing.
 - ``POSENC_TABLE_ATTRIBUTE`` is always there and empty unless the build defines it (``-DPOSENC_TABLE_ATTRIBUTE=
@@ -63,21 +64,27 @@ Options (:class:`~posenc_cli.formats.options.WriteOptions`):
 - ``progmem``: the table goes to AVR flash (``PROGMEM``); read it with ``pgm_read_float``/``pgm_read_word``.
 - ``lang="c++"`` (headers and pairs, above): ``inline constexpr`` (C++17) with ``std::size_t`` size constants, or
   ``constexpr`` inside ``namespace`` (C++11) when one is given.
-- int8 tables also get ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT``.
+- Affine int8 tables (``dtype`` int8 with a ``scale``) also get ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT``; plain
+  int8 ones (no ``scale``) hold the values themselves and get neither.
 
 Decimal literals compile under C89/C99/C11 and C++98 and later with ``-Wall -Wextra -Wpedantic -Werror``; the
-comment states what any other choice needs. Only 2-D and 1-D arrays with at least one value can be written (C has
-no empty arrays). Every write is byte-reproducible: :mod:`~posenc_cli.formats.c_read` reads a file back only if it
-is, byte for byte, what :func:`render` writes for the table and options it finds in it.
+comment states what any other choice needs (the strictest of its arrays' types). Arrays of 1 to
+:data:`~posenc_cli.formats.limits.MAX_DIMS` dimensions with at least one value can be written (C has no empty
+arrays), each axis with its size macro in the declarator (``bias[<NAME>_HEADS][<NAME>_QUERY][<NAME>_KEY]``); how
+the values are laid out is :mod:`~posenc_cli.formats._c_initializer`'s. Every write is byte-reproducible:
+:mod:`~posenc_cli.formats.c_read` reads a file back only if it is, byte for byte, what :func:`render` writes for the
+table and options it finds in it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import BinaryIO, Literal, Protocol
+from typing import BinaryIO, Literal
 
 import numpy as np
 
@@ -85,11 +92,13 @@ from .._version import __version__
 from ..errors import FormatError, PosencAdvice, SpecError
 from ..table import Table
 from ._blocks import row_blocks
-from ._c_identity import ValuesHash, blocks, remember, table_id, values_digest
+from ._c_identity import ValuesHash, remember, table_id, values_digest
+from ._c_initializer import Sink, write_values
 from ._c_names import CNames, asm_string, c_names, c_string, check_file_name, comment_line
-from ._ctypes import CElement, c_element
-from ._spell import element_name
+from ._ctypes import CElement, c_elements, summary
+from ._spell import element_name, is_affine
 from ._suffixes import header_name
+from .limits import MAX_DIMS
 from .options import WriteOptions
 
 #: Initializer size above which posenc suggests --format bin (measured: ~1 s of compile time per MiB).
@@ -130,12 +139,6 @@ _ATTRIBUTE_MACRO = """/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. 
 #endif
 
 """
-
-
-class Sink(Protocol):
-    """Where a C file goes: a binary file, or :mod:`~posenc_cli.formats.c_read`'s comparison with a file."""
-
-    def write(self, data: bytes, /) -> object: ...
 
 
 def dump_header_only(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
@@ -205,7 +208,8 @@ class _Unit:
 
     table: Table
     options: WriteOptions
-    element: CElement
+    #: Array key -> its element type in C.
+    elements: dict[str, CElement]
     names: CNames
     variant: Variant
     version: str
@@ -222,23 +226,23 @@ class _Unit:
     ) -> _Unit:
         """Check that the table and the options fit C; ``FormatError`` or ``SpecError`` otherwise."""
         for key, array in table.arrays.items():
-            if array.ndim not in (1, 2) or 0 in array.shape:
+            if not 1 <= array.ndim <= MAX_DIMS or 0 in array.shape:
                 raise FormatError(
-                    f"C output holds 1-D and 2-D arrays without empty axes; {key!r} has shape {array.shape}"
+                    f"C output holds arrays of 1 to {MAX_DIMS} dimensions without empty axes; {key!r} has shape "
+                    f"{array.shape}"
                 )
         if variant == "incbin" and options.lang != "c":
             raise SpecError(
                 "lang c++ applies to the h and c formats; the .h of a .bin is C, which compiles as C++ too",
                 param="lang",
             )
-        if options.progmem and table.params.get("dtype") == "float64":
+        if options.progmem and any(element_name(table, key) == "float64" for key in table.arrays):
             raise SpecError("progmem is for AVR, where double is 32 bits: use dtype float32", param="progmem")
-        element = c_element(table, options)
-        quantised = element_name(table) == "int8" and "scale" in table.params
+        elements = c_elements(table, options)
         names = c_names(
-            table, options.name, quantised=quantised, cxx=options.lang == "c++", namespace=options.namespace
+            table, options.name, quantised=_affine(table), cxx=options.lang == "c++", namespace=options.namespace
         )
-        return cls(table, options, element, names, variant, version, identity)
+        return cls(table, options, elements, names, variant, version, identity)
 
     def filename(self) -> str:
         return self.options.filename or self.options.name
@@ -246,36 +250,45 @@ class _Unit:
     def declarator(self, key: str) -> str:
         return self.names.symbols[key] + "".join(f"[{macro}]" for macro in self.names.dims[key])
 
+    def typed(self, key: str) -> str:
+        """``<ctype> <declarator>`` of array ``key``."""
+        return f"{self.elements[key].ctype} {self.declarator(key)}"
+
+    def ctypes(self) -> list[str]:
+        """The C types of the arrays, each once, in the table's order."""
+        return list(dict.fromkeys(element.ctype for element in self.elements.values()))
+
     def identity(self, digest: str | None = None) -> str:
         """The table identity: the one given, else made from the values' digest (by default computed)."""
         if self.given_identity is not None:
             return self.given_identity
         digest = digest if digest is not None else values_digest(self.table)
-        return table_id(self.table, self.names, element_name(self.table), self.options, self.version, digest)
+        elements = {key: element_name(self.table, key) for key in self.table.arrays}
+        return table_id(self.table, self.names, elements, self.options, self.version, digest)
 
 
 # -------------------------------------------------------------------------------------------------- the files
 def _header_only(unit: _Unit, fp: Sink) -> None:
     """A self-contained header: C (``static const``) or C++ (``constexpr``, optionally in a namespace)."""
-    options, element, guard = unit.options, unit.element, unit.names.guard
+    options, guard = unit.options, unit.names.guard
     fp.write(_comment(unit).encode("utf-8"))
     fp.write(f"#ifndef {guard}\n#define {guard}\n\n".encode("ascii"))
     if options.lang == "c++":
         fp.write(_cxx_preamble(unit).encode("ascii"))
         qualifiers = "constexpr" if options.namespace else "inline constexpr"
         for key in unit.table.arrays:
-            declaration = f"{element.prefix}{_aligned(options)}{qualifiers} {element.ctype} {unit.declarator(key)}"
+            declaration = f"{unit.elements[key].prefix}{_aligned(options)}{qualifiers} {unit.typed(key)}"
             fp.write(f"{declaration}{_placement(options)} = {{\n".encode("ascii"))
-            _write_values(unit, key, fp, None)
+            write_values(unit.table, key, unit.elements[key], fp, None)
             fp.write(b"};\n\n")
         close = _close_namespaces(options)
         fp.write(f"{close}{chr(10) if close else ''}#endif /* {guard} */\n".encode("ascii"))
         return
     fp.write(_c_preamble(unit).encode("ascii"))
     for key in unit.table.arrays:
-        definition = f"{element.prefix}{_aligned(options)}static const {element.ctype} {unit.declarator(key)}"
+        definition = f"{unit.elements[key].prefix}{_aligned(options)}static const {unit.typed(key)}"
         fp.write(f"{definition}{_placement(options)} = {{\n".encode("ascii"))
-        _write_values(unit, key, fp, None)
+        write_values(unit.table, key, unit.elements[key], fp, None)
         fp.write(b"};\n\n")
     fp.write(f"#endif /* {guard} */\n".encode("ascii"))
 
@@ -283,7 +296,7 @@ def _header_only(unit: _Unit, fp: Sink) -> None:
 def _source(unit: _Unit, fp: Sink) -> None:
     """The ``.c`` of a pair: the definitions (in C++, inside the namespace), then the check of the ``.h``'s identity
     (hashed as they are written)."""
-    options, element = unit.options, unit.element
+    options = unit.options
     check_file_name(unit.filename(), "the file name")
     header = check_file_name(header_name(unit.filename()), "the header name")
     note = f"The declarations are in {header}; the build stops if it holds another table ({unit.names.table_id})."
@@ -295,9 +308,9 @@ def _source(unit: _Unit, fp: Sink) -> None:
         fp.write(_open_namespaces(options).encode("ascii"))
     hasher = ValuesHash()
     for n, key in enumerate(unit.table.arrays):
-        definition = f"{element.prefix}{_aligned(options)}const {element.ctype} {unit.declarator(key)}"
+        definition = f"{unit.elements[key].prefix}{_aligned(options)}const {unit.typed(key)}"
         fp.write(f"{chr(10) if n else ''}{definition}{_placement(options)} = {{\n".encode("ascii"))
-        _write_values(unit, key, fp, hasher)
+        write_values(unit.table, key, unit.elements[key], fp, hasher)
         fp.write(b"};\n")
     if options.namespace:
         fp.write(f"\n{_close_namespaces(options)}".encode("ascii"))
@@ -311,7 +324,7 @@ def _source(unit: _Unit, fp: Sink) -> None:
 
 def _declarations(unit: _Unit, variant: Variant) -> str:
     """The ``.h`` of a pair (``decl``) or of a ``.bin`` (``incbin``): guard, macros, identity, declarations."""
-    options, element, names = unit.options, unit.element, unit.names
+    options, names = unit.options, unit.names
     identity = unit.identity()
     if options.lang == "c++":
         return _cxx_declarations(unit, identity)
@@ -328,8 +341,7 @@ def _declarations(unit: _Unit, variant: Variant) -> str:
         ]
         placement = _placement(options)
     declarations = "".join(
-        f"{element.prefix}extern const {element.ctype} {unit.declarator(key)}{placement};\n"
-        for key in unit.table.arrays
+        f"{unit.elements[key].prefix}extern const {unit.typed(key)}{placement};\n" for key in unit.table.arrays
     )
     return (
         _comment(unit, extra)
@@ -346,13 +358,13 @@ def _declarations(unit: _Unit, variant: Variant) -> str:
 def _cxx_declarations(unit: _Unit, identity: str) -> str:
     """The ``.h`` of a C++ pair: guard, identity macro, constants and ``extern`` declarations (C++ linkage), in the
     namespace if there is one."""
-    options, element, names = unit.options, unit.element, unit.names
+    options, names = unit.options, unit.names
     extra = [
         "The definitions are in the C++ source file that includes this header; it stops the build if this header",
         f"holds another table ({names.table_id}).",
     ]
     declarations = "".join(
-        f"{element.prefix}extern const {element.ctype} {unit.declarator(key)}{_placement(options)};\n"
+        f"{unit.elements[key].prefix}extern const {unit.typed(key)}{_placement(options)};\n"
         for key in unit.table.arrays
     )
     close = _close_namespaces(options)
@@ -438,15 +450,20 @@ def _placement(options: WriteOptions) -> str:
     return " PROGMEM" if options.progmem else " POSENC_TABLE_ATTRIBUTE"
 
 
-def _includes(element: CElement, options: WriteOptions) -> str:
-    headers = list(element.includes) + (["<avr/pgmspace.h>"] if options.progmem else [])
+def _includes(unit: _Unit, options: WriteOptions) -> str:
+    headers = list(summary(unit.elements.values())[0]) + (["<avr/pgmspace.h>"] if options.progmem else [])
     return "".join(f"#include {h}\n" for h in headers) + ("\n" if headers else "")
+
+
+def _affine(table: Table) -> bool:
+    """Whether the table holds affine int8 arrays (:func:`~posenc_cli.formats._spell.is_affine`)."""
+    return is_affine(table.params) and any(element_name(table, key) == "int8" for key in table.arrays)
 
 
 def _quantisation(unit: _Unit) -> tuple[str, str] | None:
     """The int8 scale (a C float literal without suffix) and zero point, checked: they are written as code."""
     params = unit.table.params
-    if element_name(unit.table) != "int8" or "scale" not in params:
+    if not _affine(unit.table):
         return None
     scale, zero_point = params["scale"], params.get("zero_point")
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale):
@@ -460,7 +477,7 @@ def _quantisation(unit: _Unit) -> tuple[str, str] | None:
 
 def _c_preamble(unit: _Unit, *, attribute: bool = True, identity: str | None = None) -> str:
     names, options = unit.names, unit.options
-    text = _includes(unit.element, options)
+    text = _includes(unit, options)
     text += "".join(f"#define {macro} {size}\n" for macro, size in names.sizes.items())
     quantisation = _quantisation(unit)
     if quantisation is not None:
@@ -479,7 +496,7 @@ def _cxx_preamble(unit: _Unit, *, identity: str | None = None) -> str:
     """Includes, the identity macro (the ``.h`` of a pair), the alignment and attribute hooks, the opening of the
     namespace and the size (and int8) constants of a C++ file."""
     names, options = unit.names, unit.options
-    includes = ["<cstddef>"] + (["<cstdint>"] if unit.element.includes else [])
+    includes = ["<cstddef>"] + (["<cstdint>"] if summary(unit.elements.values())[0] else [])
     text = "".join(f"#include {h}\n" for h in includes) + "\n"
     if identity is not None:
         text += f"#define {names.table_id} {identity}\n\n"
@@ -497,7 +514,9 @@ def _cxx_preamble(unit: _Unit, *, identity: str | None = None) -> str:
 
 
 def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
-    table, options, element, name = unit.table, unit.options, unit.element, unit.names.name
+    table, options, name = unit.table, unit.options, unit.names.name
+    _, needs, reading = summary(unit.elements.values())
+    floats = any(ctype in ("float", "double") for ctype in unit.ctypes())
     lines = [f"{unit.filename()}: positional-encoding table generated by posenc {unit.version}. Do not edit.", ""]
     if options.command:
         lines.append(f"  command: {options.command}")
@@ -513,15 +532,14 @@ def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
     if formula:
         lines += [""] + ["  " + line.format(name=name) for line in formula]
     lines.append("")
-    if element.reading:
-        lines.append(f"Values: {element.reading}.")
-    needs = element.needs
+    if reading:
+        lines.append(f"Values: {reading}.")
     if unit.variant == "incbin":  # no literals: the values are the .bin's bytes
-        if element.ctype in ("float", "double"):
+        if floats:
             lines.append("Each value is stored bit for bit in the .bin: no decimal literal, nothing rounded.")
         if options.float_literal == "hex":
-            needs = "C89"
-    elif options.float_literal == "decimal" and element.ctype in ("float", "double"):
+            needs = summary(_without_hex(unit))[1]
+    elif options.float_literal == "decimal" and floats:
         lines.append("Each literal reads back to the identical value (shortest round-trip decimal).")
     if options.lang == "c++":
         needs = "C++11" if options.namespace else "C++17"
@@ -530,8 +548,8 @@ def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
     lines.append(f"Needs: {needs}.")
     if options.progmem:
         lines += [
-            f"AVR flash: read values with pgm_read_{'float' if element.ctype == 'float' else 'word'}"
-            f"(&{name}[pos][i]); past the first 64 KiB of flash use pgm_get_far_address()",
+            f"AVR flash: read values with {_flash_readers(unit)}(&{name}[pos][i]); past the first 64 KiB of flash use "
+            "pgm_get_far_address()",
             "and the _far readers.",
         ]
     lines += extra or []
@@ -539,26 +557,23 @@ def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
     return f"/*\n{body} */\n\n"
 
 
-def _write_values(unit: _Unit, key: str, fp: Sink, hasher: ValuesHash | None) -> None:
-    """The initializer's body: ``{...},`` per row of a 2-D array, plain wrapped values for a 1-D one."""
-    array, element = unit.table.arrays[key], unit.element
-    if array.ndim == 1:
-        # In pieces of whole lines: the separators depend only on the position in the line.
-        step = element.per_line * 4096
-        count = array.shape[0]
-        values = np.asarray(array)
-        if hasher is not None:
-            hasher.start(array)
-            hasher.update(values)
-        for lo in range(0, count, step):
-            hi = min(lo + step, count)
-            seps = [b",\n    " if (j + 1) % element.per_line == 0 else b", " for j in range(lo, hi)]
-            if hi == count:
-                seps[-1] = b"\n"
-            fp.write(element.spell(values[None, lo:hi], seps, b"    " if lo == 0 else b""))
-        return
-    columns = array.shape[1]
-    seps = [b",\n     " if (j + 1) % element.per_line == 0 else b", " for j in range(columns)]
-    seps[-1] = b"},\n"
-    for block in blocks(unit.table, hasher, key):
-        fp.write(element.spell(block, seps, b"    {"))
+def _without_hex(unit: _Unit) -> Iterator[CElement]:
+    """The arrays' element types as a ``.bin`` holds them: a float array's bytes need no hex literal (C89)."""
+    for element in unit.elements.values():
+        yield dataclasses.replace(element, needs="C89") if element.ctype in ("float", "double") else element
+
+
+#: The avr-libc reader of each C type the ``word``/``float`` pair does not cover.
+_FLASH_READERS = {"int32_t": "pgm_read_dword", "int64_t": "memcpy_P"}
+
+
+def _flash_readers(unit: _Unit) -> str:
+    """How the arrays are read from AVR flash: ``pgm_read_float``, ``pgm_read_word``, ..., each once, with the C
+    type it reads when there are several."""
+    readers = {
+        ctype: _FLASH_READERS.get(ctype, "pgm_read_float" if ctype == "float" else "pgm_read_word")
+        for ctype in unit.ctypes()
+    }
+    if len(set(readers.values())) == 1:
+        return next(iter(readers.values()))
+    return ", ".join(f"{reader} ({ctype})" for ctype, reader in readers.items()) + " "

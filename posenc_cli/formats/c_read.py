@@ -27,9 +27,15 @@ What is taken out:
   C++ pair without a namespace by its comment's ``Needs: C++`` line), ``align`` (``POSENC_ALIGNED(n)``),
   ``progmem``, ``float_literal`` (bit patterns, hex floats), ``c_half_type`` (``_Float16``/``__fp16``).
 - The values (:mod:`~posenc_cli.formats._c_values`: read exactly as a C compiler reads them, streamed in blocks,
-  claimed from the :class:`~posenc_cli.formats.limits.Budget` before they are allocated). Which element type: the
-  ``dtype`` parameter, checked against the declared C type; a table without one (``kind: array``) takes it from
-  the C type.
+  claimed from the :class:`~posenc_cli.formats.limits.Budget` before they are allocated), of arrays of 1 to
+  :data:`~posenc_cli.formats.limits.MAX_DIMS` dimensions (an N-D initializer's nested braces checked against the
+  shape). Which element type, for each array (the writer's rule, :func:`~posenc_cli.formats._spell.
+  element_name`): the ``dtype`` parameter when the declared C type is one posenc writes it with, else the C type's
+  own (``float`` float32, ``double`` float64, ``int8_t`` to ``int64_t`` the plain integers int8 to int64, the bit
+  patterns of ``uint32_t``/``uint64_t`` float32/float64, those of ``uint16_t`` float16); a ``dtype`` that is the
+  type of none of the arrays is refused. ``int8_t`` arrays are affine int8 codes where the parameters are affine
+  (``dtype`` int8 and a ``scale``; the file must then hold the ``<NAME>_SCALE`` and ``<NAME>_ZERO_POINT`` macros
+  posenc writes), the integers themselves otherwise.
 
 Pairs. The ``.h`` of a ``.c``/``.h`` pair (``.hpp`` of a ``.cpp``, ...) and the ``.h`` of a ``.bin`` only declare the
 arrays: reading them alone is a ``FormatError`` that says what the file is and names the file holding the values

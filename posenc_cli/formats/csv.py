@@ -14,16 +14,21 @@ Layout written::
   a ``.`` or an exponent, so pandas and friends infer float columns (``1.0``, never ``1``).
 - Float tables carry no parameters or dtype: the table's own dtype decides the digits (float32 tables use
   float32's shortest digits); :func:`load` returns float64 values, which cast back to the written float32 exactly.
-- Quantised tables (q15, q7, int8) are written as their integer codes, after a first line that says what the codes
-  are, a comment other CSV readers skip (``pd.read_csv(path, comment="#")``)::
+- Quantised tables (q15, q7, affine int8) are written as their integer codes, and plain integer tables (int8
+  without a ``scale``, int16, int32, int64: the values themselves) as their integers, after a first line that says
+  what they are, a comment other CSV readers skip (``pd.read_csv(path, comment="#")``)::
 
       # dtype=q15
       # dtype=int8 scale=0.0078125 zero_point=-3
+      # dtype=int16
 
   (``scale`` is Python's shortest ``repr`` of the float, ``zero_point`` an integer); :func:`load` reads such a file
-  back as the codes with those parameters.
+  back as the integers with those parameters. The line is written when the table's ``dtype`` parameter names the
+  array's element type (:func:`~posenc_cli.formats._spell.element_name`); an integer array of a table without one
+  (a bare ``.npy`` read back) is written as its integers without it.
 
-Only 2-D arrays of a single-array table can be written.
+Only 2-D arrays of a single-array table can be written (a 3-D one is refused: pick a 2-D part, or write .npy, .npz,
+.h5 or C).
 
 Reading (the file may be hostile: memory stays bounded by the table it declares, whatever the file holds):
 
@@ -34,12 +39,13 @@ Reading (the file may be hostile: memory stays bounded by the table it declares,
 - the quantisation line: a first line (after the byte order mark) that starts with ``#``, then ``dtype`` and
   ``=`` (any case, spaces allowed around ``dtype``) claims to say what the values are, and is parsed strictly:
   ASCII, exactly ``# `` and then ``key=value`` fields separated by one space, each key once, ``dtype`` one of
-  :data:`QUANTISED` and the other keys exactly those it takes (``q15`` and ``q7`` none; ``int8`` ``scale``, a finite
-  decimal number greater than 0, and ``zero_point``, an integer in [-128, 127]). Anything else in such a line is
-  refused, and so is such a line anywhere but first. With it, every value must be an integer code (``[+-]digits``,
-  nothing around it) in the range of the dtype's storage (q15: [-32768, 32767]; q7 and int8: [-128, 127]), and the
-  table holds the codes (``int16``/``int8``) with the parameters ``dtype`` (and ``scale``, ``zero_point``); without
-  it, float64 values and no parameters;
+  :data:`QUANTISED` and the other keys exactly those it takes (``q15``, ``q7``, ``int16``, ``int32`` and ``int64``
+  none; ``int8`` either none, the plain integers, or both ``scale``, a finite decimal number greater than 0, and
+  ``zero_point``, an integer in [-128, 127], affine int8). Anything else in such a line is refused, and so is such
+  a line anywhere but first. With it, every value must be an integer (``[+-]digits``, nothing around it) in the
+  range of the dtype's storage (q15 and int16: [-32768, 32767]; q7 and int8: [-128, 127]; int32, int64: theirs),
+  and the table holds them (``int8`` to ``int64``) with the parameters ``dtype`` (and ``scale``, ``zero_point``);
+  without it, float64 values and no parameters;
 - refused: rows of different widths, a row of more than :data:`~.limits.MAX_COLUMNS` columns, a line longer than
   :data:`MAX_LINE` bytes, NaN and infinities, cells that are not numbers, text that is not UTF-8.
 
@@ -62,7 +68,7 @@ import numpy as np
 from ..errors import FormatError, SpecError
 from ..table import Param, Table
 from ._blocks import row_blocks
-from ._spell import decimal, element_name
+from ._spell import INTEGERS, decimal, element_name, is_affine
 from .limits import MAX_COLUMNS, Budget
 from .options import WriteOptions
 
@@ -72,12 +78,13 @@ MAX_LINE = MAX_COLUMNS * 64
 #: The UTF-8 byte order mark some editors and spreadsheets put first.
 BOM = b"\xef\xbb\xbf"
 
-#: The element types whose codes CSV holds behind a quantisation line: the storage of the codes and the keys the
-#: line takes besides ``dtype``.
+#: The element types CSV holds as integers behind a quantisation line: their storage and the keys the line takes
+#: besides ``dtype`` (int8 takes these or none: the plain integers).
 QUANTISED: dict[str, tuple[np.dtype, tuple[str, ...]]] = {
     "q15": (np.dtype(np.int16), ()),
     "q7": (np.dtype(np.int8), ()),
     "int8": (np.dtype(np.int8), ("scale", "zero_point")),
+    **{name: (dtype, ()) for name, dtype in INTEGERS.items() if name != "int8"},
 }
 
 #: A line that claims to be the quantisation line (and is then parsed strictly).
@@ -97,7 +104,7 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
             "--part (part= in the API), or write .npy, .npz, .h5 or C",
             param="part",
         )
-    element = element_name(table)
+    element = element_name(table, next(iter(table.arrays)))
     quantisation = _quantisation_line(table, element)
     if quantisation is not None:  # what the codes mean travels with them, in a comment readers skip
         fp.write(quantisation.encode("ascii"))
@@ -110,19 +117,18 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
 
 
 def _quantisation_line(table: Table, element: str) -> str | None:
-    """The first line of a quantised table's CSV (see the module docstring), ``None`` for any other table."""
-    if element not in QUANTISED or table.array.dtype.newbyteorder("=") != QUANTISED[element][0]:
+    """The first line of a quantised or plain integer table's CSV (see the module docstring), ``None`` for any other
+    table."""
+    if element not in QUANTISED or table.params.get("dtype") != element:
         return None
-    if element != "int8":
+    if not (element == "int8" and is_affine(table.params)):
         return f"# dtype={element}\n"
-    if "scale" not in table.params:
-        return None
     return f"# dtype={element} scale={table.params['scale']!r} zero_point={table.params.get('zero_point', 0)}\n"
 
 
 def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
-    """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64, or posenc's quantised CSV as its
-    codes and parameters; ``FormatError`` otherwise.
+    """Read a CSV of numbers (with or without a ``d0,d1,...`` header) as float64, or posenc's quantised or integer
+    CSV as its integers and parameters; ``FormatError`` otherwise.
 
     Examples
     --------
@@ -132,6 +138,9 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     >>> table = load(io.BytesIO(b"# dtype=int8 scale=0.5 zero_point=-3\\nd0,d1\\n-3,127\\n"))
     >>> table.array.dtype.name, table.array.tolist(), dict(table.params)
     ('int8', [[-3, 127]], {'dtype': 'int8', 'scale': 0.5, 'zero_point': -3})
+    >>> table = load(io.BytesIO(b"# dtype=int32\n-2147483648,7\n"))
+    >>> table.array.dtype.name, table.array.tolist(), dict(table.params)
+    ('int32', [[-2147483648, 7]], {'dtype': 'int32'})
     """
     budget = budget or Budget()
     start = fp.tell()
@@ -139,12 +148,17 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     fp.seek(start)
     rows, width = _shape(fp)
     dtype = QUANTISED[str(params["dtype"])][0] if params else np.dtype(np.float64)
-    codes = f" of {params['dtype']} codes" if params else ""
+    codes = f" of {params['dtype']} {_what(params)}s" if params else ""
     budget.claim(rows * width * dtype.itemsize, f"a {rows} x {width} CSV table{codes}")
     values = np.empty((rows, width), dtype)
     fp.seek(start)
-    _parse(fp, values, str(params["dtype"]) if params else None)
+    _parse(fp, values, (_what(params), str(params["dtype"])) if params else None)
     return Table("array", {"pe": values}, params)
+
+
+def _what(params: dict[str, Param]) -> str:
+    """What each integer of a CSV with these parameters is: a ``code`` (quantised) or a ``value`` (plain)."""
+    return "code" if params["dtype"] in ("q15", "q7") or is_affine(params) else "value"
 
 
 def _quantisation(fp: BinaryIO) -> dict[str, Param]:
@@ -174,12 +188,12 @@ def _quantisation(fp: BinaryIO) -> dict[str, Param]:
         shown = "no dtype" if name is None else f"dtype {name[:40]!r}"
         raise refuse(f"{shown}; the line names {', '.join(QUANTISED)}")
     wanted = QUANTISED[name][1]
-    if set(fields) != set(wanted):
+    if set(fields) != set(wanted) and not (name == "int8" and not fields):
         extra = sorted(set(fields) - set(wanted))
         told = f"the key {extra[0][:40]!r} is not one of its" if extra else "it lacks one of its"
         raise refuse(f"{told} keys ({name} takes {', '.join(wanted) or 'none besides dtype'})")
     params: dict[str, Param] = {"dtype": name}
-    if name == "int8":
+    if name == "int8" and fields:
         scale, zero_point = fields["scale"], fields["zero_point"]
         if not _DECIMAL.match(scale) or not math.isfinite(float(scale)) or float(scale) <= 0:
             raise refuse(f"scale {scale[:40]!r} is not a finite decimal number greater than 0")
@@ -245,8 +259,8 @@ def _shape(fp: BinaryIO) -> tuple[int, int]:
     return rows, width
 
 
-def _parse(fp: BinaryIO, values: np.ndarray, codes: str | None) -> None:
-    """Fill ``values`` with the rows :func:`_shape` counted (``codes``: the quantised type the values are codes of)."""
+def _parse(fp: BinaryIO, values: np.ndarray, codes: tuple[str, str] | None) -> None:
+    """Fill ``values`` with the rows :func:`_shape` counted (``codes``: what the integers are, ``("code", "q15")``)."""
     rows, width = values.shape
     row = 0
     for number, line in _data_lines(fp):
@@ -269,19 +283,21 @@ def _parse(fp: BinaryIO, values: np.ndarray, codes: str | None) -> None:
         raise FormatError("the CSV file changed while posenc read it")
 
 
-def _parse_codes(line: bytes, values: np.ndarray, row: int, number: int, codes: str) -> None:
-    """One row of integer codes of ``codes`` (q15, q7, int8), each checked against the storage's range."""
+def _parse_codes(line: bytes, values: np.ndarray, row: int, number: int, codes: tuple[str, str]) -> None:
+    """One row of the integers ``codes`` says (``("code", "q15")``, ``("value", "int32")``), each checked against the
+    storage's range (Python integers: exact at any length)."""
+    noun, name = codes
     where = f"CSV row {row + 1} (line {number})"
     cells = line.split(b",")
     if not _CODES.match(line):
         bad = next((cell for cell in cells if not _CODES.match(cell)), line)
-        raise FormatError(f"{where}: {bad[:40]!r} is not an integer code of {codes}")
+        raise FormatError(f"{where}: {bad[:40]!r} is not an integer {noun} of {name}")
     ints = [int(cell) for cell in cells]
     info = np.iinfo(values.dtype)
     low, high = min(ints), max(ints)
     if low < info.min or high > info.max:
         bad_value = low if low < info.min else high
-        raise FormatError(f"{where}: {bad_value} is outside the codes of {codes}, [{info.min}, {info.max}]")
+        raise FormatError(f"{where}: {bad_value} is outside the {noun}s of {name}, [{info.min}, {info.max}]")
     values[row] = ints
 
 

@@ -6,6 +6,9 @@ Layout written:
 
 - A single-array table becomes one dataset at the root, named by the table's name (``--name``; by default the
   output file's stem), shape ``(seq_len, d_model)``, row-major, contiguous, the table's dtype (``<f4``/``<f8``).
+- Every dataset has its array's shape (any number of dimensions: a ``(heads, query, key)`` bias is 3-D) and its
+  array's own storage type, little-endian: ``<i2`` (``H5T_STD_I16LE``) for int16 indices and q15 codes beside
+  ``<f4`` in one table, and so on.
 - A table with several arrays writes one dataset per array, at the root, or inside the group ``options.group`` (the
   CLI's ``--name``) when one is given. Each is named by :func:`~posenc_cli.formats.identifiers.member_names` of its
   key: ``cos``, ``sin``, ``inv_freq`` stay as they are, a key read from a hostile file (``../x``, ``a/b``) is mapped

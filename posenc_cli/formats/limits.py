@@ -40,6 +40,9 @@ FALLBACK = 4 << 30
 
 #: The most arrays (datasets, tensors, members) posenc reads from one file.
 MAX_ARRAYS = 64
+#: The most tensors a checkpoint's header may list when posenc reads one of them (a bias table by its key): a
+#: model's file holds hundreds; the header itself stays within :data:`MAX_METADATA` bytes.
+MAX_LISTED = 1 << 14
 #: The most dimensions of one array: posenc's tables have one to three; numpy allows 64.
 MAX_DIMS = 8
 #: The most bytes of a metadata block (an .npy header, a safetensors header, posenc.json, a sidecar).

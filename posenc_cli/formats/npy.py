@@ -16,8 +16,10 @@ growth), and posenc promises the same bytes for the same table whatever numpy is
 Round trip: the array's values, dtype and shape. ``.npy`` carries no parameters: :func:`load` returns a table of kind
 ``"array"`` whose single array is named ``"pe"``.
 
-Sidecar: a table whose element type ``.npy`` cannot name (bfloat16 stored as ``<u2`` bit patterns, q15, q7, int8
-with its scale and zero point) also gets ``<stem>.json`` beside it: canonical JSON (sorted keys, two-space indent, a
+Sidecar: a table whose array's element type ``.npy`` cannot name (bfloat16 stored as ``<u2`` bit patterns, q15, q7,
+affine int8 with its scale and zero point; decided for the array written, :func:`~posenc_cli.formats._spell.
+element_name`: the int16 ``index`` of a table whose ``dtype`` is int16 needs none, and neither do plain int8, the
+other integers and the floats) also gets ``<stem>.json`` beside it: canonical JSON (sorted keys, two-space indent, a
 final newline) ``{"dtype": ..., "generator": "posenc X.Y.Z", "kind": ..., "params": {...}, "storage": "<u2"}``.
 :func:`load_sidecar` merges it back (``posenc_cli.load`` does when the file is there).
 
@@ -58,6 +60,7 @@ from .._version import __version__
 from ..errors import FormatError
 from ..table import Param, Table
 from ._blocks import row_blocks
+from ._spell import element_name, is_affine
 from .limits import MAX_DIMS, MAX_METADATA, Budget, check_nesting, human
 from .options import WriteOptions
 
@@ -105,13 +108,14 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         fp.write(np.ascontiguousarray(block, dtype).tobytes())
 
 
-#: Element types whose meaning the .npy dtype does not carry.
+#: Element types whose meaning the .npy dtype does not carry (int8: the affine one, with a ``scale``).
 NEEDS_SIDECAR = ("bfloat16", "q15", "q7", "int8")
 
 
 def needs_sidecar(table: Table) -> bool:
-    """Whether ``table`` needs a ``.json`` sidecar to be understood (see the module docstring)."""
-    return table.params.get("dtype") in NEEDS_SIDECAR
+    """Whether ``table`` (of one array) needs a ``.json`` sidecar to be understood (see the module docstring)."""
+    element = element_name(table, next(iter(table.arrays)))
+    return element in NEEDS_SIDECAR and (element != "int8" or is_affine(table.params))
 
 
 def dump_sidecar(table: Table, fp: BinaryIO, options: WriteOptions) -> None:

@@ -13,17 +13,20 @@ The header is canonical JSON (sorted keys, no spaces, ASCII only). ``<meta>`` is
 ``"posenc"``: the canonical JSON string ``{"generator":"posenc X.Y.Z","kind":...,"params":{...}}`` (the content of
 the ``.npz``'s ``posenc.json``). The data follows the table's order, except that arrays of wider elements come first
 (a stable sort by element size; the reference writer also orders by alignment): with the header padded to 8 bytes,
-every array then starts on a multiple of its element size, so a memory-mapped reader can use it in place. Every array
-of a posenc table has the same element type, so for those the order is exactly the table's. Arrays are written in row
-blocks, so a table produced block by block streams into the file.
+every array then starts on a multiple of its element size, so a memory-mapped reader can use it in place. For a
+table whose arrays all have one element size the order is exactly the table's; a table of several (the int16
+``index`` and float32 ``bias`` of a relative-position table) reads back with the wider ones first. Arrays are
+written in row blocks, so a table produced block by block streams into the file.
 
 Element types (posenc dtype -> safetensors dtype): float32 ``F32``, float64 ``F64``, float16 ``F16``, bfloat16
 ``BF16`` (posenc holds its bit patterns as ``uint16``; a ``uint16`` array is ``BF16`` exactly when the table's
 ``dtype`` parameter is ``bfloat16``, else ``U16``), q15 ``I16``, q7 and int8 ``I8`` (their meaning, with int8's
-``scale`` and ``zero_point``, is in the parameters). Arrays read from other files may also be ``BOOL``, ``U8``,
-``U16``, ``I32``, ``U32``, ``I64`` or ``U64``; other types (the 8-bit floats, complex) are refused.
+``scale`` and ``zero_point``, is in the parameters), the plain integers int8, int16, int32 and int64 ``I8``,
+``I16``, ``I32`` and ``I64``; each array of a table of several types as its own (a uint16 array is ``BF16`` only
+where the ``dtype`` parameter, bfloat16, describes it). Arrays read from other files may also be ``BOOL``, ``U8``,
+``U16``, ``U32`` or ``U64``; other types (the 8-bit floats, complex) are refused.
 
-Round trip: arrays (values, dtypes, shapes, order), kind and parameters; not the axis names.
+Round trip: arrays (values, dtypes, shapes, order as above), kind and parameters; not the axis names.
 
 Reading: any valid file, whoever wrote it (``safetensors.torch.save_file`` of a learned position table, say). Without
 ``"posenc"`` metadata the table is of kind ``"array"``; other metadata is not kept. ``BF16`` tensors come back as
@@ -71,7 +74,7 @@ from ..errors import FormatError
 from ..table import Array, Param, Table
 from . import npy
 from ._blocks import row_blocks
-from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count, check_nesting, human
+from .limits import MAX_ARRAYS, MAX_LISTED, MAX_METADATA, Budget, check_count, check_nesting, human
 from .options import WriteOptions
 
 #: The metadata key that carries the table's kind and parameters.
@@ -166,16 +169,17 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
 PairsHook = Callable[[list[tuple[str, Any]]], dict[str, Any]]
 
 
-def _strict_objects(limit: int) -> PairsHook:
+def _strict_objects(tensors: int) -> PairsHook:
     """A ``json`` ``object_pairs_hook`` that refuses duplicate keys (the spec forbids them, ``json`` would keep the
-    last) and stops the parse as soon as more than ``limit`` objects are built."""
+    last) and stops the parse as soon as more objects are built than ``tensors`` tensors, ``__metadata__`` and the
+    header take."""
     built = 0
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         nonlocal built
         built += 1
-        if built > limit:
-            raise FormatError(f"the .safetensors header holds more than the {MAX_ARRAYS} tensors posenc reads")
+        if built > tensors + 2:
+            raise FormatError(f"the .safetensors header holds more than the {tensors} tensors posenc reads")
         out: dict[str, Any] = {}
         for key, value in pairs:
             if key in out:
@@ -190,8 +194,9 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _read_header(fp: BinaryIO, size: int) -> tuple[int, dict[str, Any]]:
-    """The header's length and its JSON object, checked against the file's ``size``."""
+def _read_header(fp: BinaryIO, size: int, tensors: int = MAX_ARRAYS) -> tuple[int, dict[str, Any]]:
+    """The header's length and its JSON object (of at most ``tensors`` tensors), checked against the file's
+    ``size``."""
     prefix = fp.read(8)
     if len(prefix) < 8:
         raise FormatError(f"not a .safetensors file: {len(prefix)} bytes, too short for the 8-byte header length")
@@ -211,7 +216,7 @@ def _read_header(fp: BinaryIO, size: int) -> tuple[int, dict[str, Any]]:
         raise FormatError("not a .safetensors file: its header does not start with '{'")
     check_nesting(text, ".safetensors header")
     try:  # objects: the tensors, __metadata__ and the header itself
-        parsed = json.loads(text.decode("utf-8"), object_pairs_hook=_strict_objects(MAX_ARRAYS + 2))
+        parsed = json.loads(text.decode("utf-8"), object_pairs_hook=_strict_objects(tensors))
     except FormatError:
         raise
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -240,9 +245,9 @@ def _posenc_meta(metadata: object) -> tuple[str, dict[str, Param]] | None:
 Entry = tuple[int, int, str, tuple[int, ...], str]
 
 
-def _entries(header: dict[str, Any], data_size: int) -> list[Entry]:
+def _entries(header: dict[str, Any], data_size: int, tensors_at_most: int = MAX_ARRAYS) -> list[Entry]:
     """The header's tensors in data order, after checking each against the spec and the ``data_size`` bytes."""
-    check_count(len(header), MAX_ARRAYS, "tensors")
+    check_count(len(header), tensors_at_most, "tensors")
     tensors: list[Entry] = []
     for key, info in header.items():
         if not isinstance(info, dict):
@@ -313,6 +318,62 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
         arrays[key] = _widened(array) if key in widened else array
     kind, params = found if found is not None else ("array", {})
     return Table(kind, arrays, params)
+
+
+def names(fp: BinaryIO) -> list[str]:
+    """The keys of every tensor of a checkpoint (of up to :data:`~.limits.MAX_LISTED`), in data order, after checking
+    the header as :func:`load_part` does; no data is read."""
+    start = fp.tell()
+    size = fp.seek(0, 2) - start
+    fp.seek(start)
+    length, header = _read_header(fp, size, MAX_LISTED)
+    _posenc_meta(header.pop(METADATA, None))
+    return [entry[2] for entry in _entries(header, size - 8 - length, MAX_LISTED)]
+
+
+def load_part(fp: BinaryIO, budget: Budget | None, key: str) -> Table:
+    """Read the one tensor ``key`` of a checkpoint (of up to :data:`~.limits.MAX_LISTED` tensors; every entry of
+    the header is checked as :func:`load` checks it, and no other tensor's data is read or claimed).
+
+    The table is of kind ``"array"`` with that one array unless the file is posenc's (then its kind and parameters
+    come too); a ``BF16`` tensor of a file that is not a bfloat16 table is widened to float32, exactly. Raises
+    :class:`MissingTensor` (a ``FormatError`` that lists the file's tensors) when there is no ``key``.
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"a": np.arange(3.0), "b": np.ones(2, np.float32)}), buffer, WriteOptions())
+    >>> _ = buffer.seek(0)
+    >>> list(load_part(buffer, None, "b").arrays)
+    ['b']
+    """
+    budget = budget or Budget()
+    start = fp.tell()
+    size = fp.seek(0, 2) - start
+    fp.seek(start)
+    length, header = _read_header(fp, size, MAX_LISTED)
+    found = _posenc_meta(header.pop(METADATA, None))
+    tensors = {entry[2]: entry for entry in _entries(header, size - 8 - length, MAX_LISTED)}
+    if key not in tensors:
+        raise MissingTensor(key, list(tensors))
+    begin, end, _, shape, name = tensors[key]
+    bfloat16 = found is not None and found[1].get("dtype") == "bfloat16"
+    widen = name == "BF16" and not bfloat16
+    budget.claim((end - begin) * (3 if widen else 1), f"tensor {key!r}")
+    fp.seek(start + 8 + length + begin)
+    array = npy.read_array(fp, shape, DTYPES[name], f"tensor {key!r}")
+    kind, params = found if found is not None else ("array", {})
+    return Table(kind, {key: _widened(array) if widen else array}, params)
+
+
+class MissingTensor(FormatError):
+    """The tensor asked for is not in the file: ``keys`` are those it holds, in data order."""
+
+    def __init__(self, key: str, keys: list[str]) -> None:
+        super().__init__(f"the file has no tensor {key!r}")
+        self.key = key
+        self.keys = keys
 
 
 def _widened(bits: np.ndarray) -> np.ndarray:
