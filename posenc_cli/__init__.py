@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:  # the names below, imported on first use (PEP 562) so that `posenc` starts without them
-    from .api import alibi, convert, generate, load, plan, rope, save, sincos2d
+    from .api import alibi, convert, generate, load, plan, relative, rope, save, sincos2d, window
     from .encodings import sinusoidal
     from .errors import FormatError, OutputError, PosencError, SpecError
     from .formats import FORMATS
     from .table import Table
 
 _WHERE = {
-    **dict.fromkeys(("alibi", "convert", "generate", "load", "plan", "rope", "save", "sincos2d"), ".api"),
+    **dict.fromkeys(
+        ("alibi", "convert", "generate", "load", "plan", "relative", "rope", "save", "sincos2d", "window"), ".api"
+    ),
     "sinusoidal": ".encodings",
     **dict.fromkeys(("FormatError", "OutputError", "PosencError", "SpecError"), ".errors"),
     "FORMATS": ".formats",
@@ -52,10 +54,12 @@ __all__ = [
     "generate",
     "load",
     "plan",
+    "relative",
     "rope",
     "save",
     "sincos2d",
     "sinusoidal",
+    "window",
 ]
 
 

@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from .dtypes import element_of
 from .errors import OutputError, PosencError
 from .formats import Format
 from .formats.limits import available_memory, human
@@ -32,7 +33,7 @@ from .table import Table
 #: Peak memory per value while a table is built whole in memory, by kind: measured (``ru_maxrss``, NumPy 2, every
 #: element type) with room to spare. Sinusoidal and RoPE tables peak at 57 bytes (bfloat16; float32 at 6), the
 #: ALiBi bias at 112 (its double-double products), the 2-D sincos table at its own size plus a little.
-WORK_BYTES_PER_VALUE = {"sinusoidal": 64, "rope": 64, "alibi": 128, "sincos2d": 16}
+WORK_BYTES_PER_VALUE = {"sinusoidal": 64, "rope": 64, "alibi": 128, "sincos2d": 16, "relative": 48, "window": 48}
 
 #: The fewest and the most bytes one value takes in a text format (CSV, C), its separator included, by element
 #: type. Fewest: ``0.0,`` or ``0,``. Most: the widest spelling over every format and literal style, such as C's
@@ -84,11 +85,10 @@ def estimate_bytes(table: Table, fmt: Format) -> Size:
     if not fmt.text:
         data = sum(a.size * a.dtype.itemsize for a in arrays)
         return Size(data, data + FILE_OVERHEAD_BYTES * (len(arrays) + 1))
-    dtype = table.params.get("dtype")
-    element = dtype if isinstance(dtype, str) and dtype in TEXT_BYTES_PER_VALUE else None
     low, high = 0, FILE_OVERHEAD_BYTES * 2
-    for a in arrays:
-        fewest, most = TEXT_BYTES_PER_VALUE.get(element or a.dtype.name, UNKNOWN_TEXT_BYTES_PER_VALUE)
+    for a in arrays:  # each array's own element type: an int16 index and its float32 bias are spelled apart
+        element = element_of(table.params, a.dtype)
+        fewest, most = TEXT_BYTES_PER_VALUE.get(element, UNKNOWN_TEXT_BYTES_PER_VALUE)
         rows = a.shape[0] if a.ndim else 1
         low += a.size * fewest
         high += a.size * most + rows * ROW_OVERHEAD_BYTES

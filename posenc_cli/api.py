@@ -20,13 +20,12 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import stat
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 import numpy as np
 
@@ -35,7 +34,6 @@ from .encodings import sinusoidal
 from .errors import FormatError, OutputError, SpecError
 from .formats import (
     C_OPTIONS,
-    FORMATS,
     Format,
     WriteOptions,
     by_name,
@@ -45,12 +43,10 @@ from .formats import (
     infer,
     written_by_posenc,
 )
-from .formats.limits import Budget
 from .formats.options import check_name, name_from_path
-from .make import alibi, convert, generate, rope, sincos2d
+from .make import alibi, convert, generate, relative, rope, sincos2d, window
+from .read import PathLike, load, open_regular
 from .table import Table
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "Output",
@@ -61,9 +57,11 @@ __all__ = [
     "generate",
     "load",
     "plan",
+    "relative",
     "rope",
     "save",
     "sincos2d",
+    "window",
 ]
 __all__ += ["sinusoidal"]
 
@@ -276,7 +274,7 @@ def check_companion(out: Output, table: Table) -> None:
         return
     output, beside = out.paths
     try:
-        with _open_regular(beside) as fp:
+        with open_regular(beside) as fp:
             head = fp.read(4096)
     except FileNotFoundError:
         return
@@ -287,65 +285,3 @@ def check_companion(out: Output, table: Table) -> None:
             f"{str(output)!r} comes with {str(beside)!r}, and a file posenc did not write is already there: move it, "
             "name the output otherwise, or replace it with --force"
         )
-
-
-def load(path: PathLike, *, format: str | None = None, max_memory: int | None = None) -> Table:
-    """Read a table from any format posenc can read back (see :data:`~posenc_cli.formats.FORMATS`).
-
-    The file is untrusted: it must be a regular file (a FIFO, a device or a link to one is refused before reading),
-    and the arrays it declares may take at most ``max_memory`` bytes in all (by default half the available memory,
-    :mod:`posenc_cli.formats.limits`), checked before anything is allocated.
-
-    Raises
-    ------
-    FormatError
-        The file is not a regular file, not a valid file of its format, declares more than the limits allow, or its
-        format cannot be read back.
-    """
-    path = Path(os.fspath(path))
-    fmt = by_name(format) if format is not None else infer(path)
-    if fmt.load is None:
-        readable = ", ".join(f.name for f in FORMATS.values() if f.load is not None)
-        raise FormatError(f"posenc cannot read {fmt.name} files back; it reads {readable}")
-    budget = Budget(max_memory)
-    with _naming(path):
-        with _open_regular(path) as fp:
-            table = fmt.load(fp, budget)
-    companion = fmt.companion
-    if companion is not None and companion.load is not None:
-        sidecar = companion_path(fmt, path)
-        if sidecar is not None and os.path.lexists(sidecar):
-            with _naming(sidecar), _open_regular(sidecar) as fp:
-                table = companion.load(table, fp, budget)
-    return table
-
-
-@contextlib.contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """Errors reading ``path`` as one ``FormatError`` that starts with its name."""
-    try:
-        yield
-    except OSError as exc:
-        raise FormatError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    except FormatError as exc:
-        raise FormatError(f"{str(path)!r}: {exc}") from None
-
-
-def _open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file (after following links); ``FormatError`` otherwise.
-
-    Opened with ``O_NONBLOCK`` so that a FIFO cannot block the open, then checked with ``fstat`` on the open file
-    (no race between the check and the read).
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            what = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO, a device or a socket"
-            raise FormatError(f"not a regular file but {what}; posenc reads tables only from regular files")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise

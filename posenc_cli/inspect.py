@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import decode
+from .dtypes import decode, element_of
 from .formats._blocks import row_blocks
 from .table import Array, Table
 from .verify import Mismatch, VerifyResult, parse_settings, regenerate, verify
@@ -53,7 +53,6 @@ def describe(table: Table) -> dict[str, Any]:
     >>> facts["arrays"]["pe"]["min"], facts["arrays"]["pe"]["max"], facts["arrays"]["pe"]["nbytes"]
     (-0.989990234375, 0.999969482421875, 48)
     """
-    element = table.params.get("dtype")
     arrays: dict[str, dict[str, Any]] = {}
     for key, array in table.arrays.items():
         digest = hashlib.sha256()
@@ -68,7 +67,7 @@ def describe(table: Table) -> dict[str, Any]:
         found = low <= high
         arrays[key] = {
             "shape": [int(n) for n in array.shape],
-            "dtype": element if isinstance(element, str) else array.dtype.name,
+            "dtype": element_of(table.params, array.dtype),
             "storage": little.str,
             "min": low if found else None,
             "max": high if found else None,

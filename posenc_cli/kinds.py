@@ -25,18 +25,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import make
+from . import kind_docs, make
 from ._resources import WORK_BYTES_PER_VALUE
-from .dtypes import DTYPES
+from .dtypes import DTYPES, INDEX_DTYPES
+from .encodings import alibi as alibi_encoding
 from .encodings import presets
+from .encodings import relative as relative_encoding
 from .encodings import rope as rope_encoding
+from .encodings import window as window_encoding
 from .errors import SpecError
 from .formats import FORMAT_NAMES, FORMATS
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
 from .params import BOOLEAN, GRID, INTEGER, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
 from .table import Table
 
-__all__ = ["CONVERT", "ELEMENT", "KINDS", "OUTPUT", "RUN", "Kind", "by_command", "by_table"]
+__all__ = ["CONVERT", "ELEMENT", "INDEX_ELEMENT", "KINDS", "OUTPUT", "RUN", "Kind", "by_command", "by_table"]
 
 _FORMAT_HELP = "; ".join(f"{f.name}: {'/'.join(f.suffixes)}" for f in FORMATS.values())
 
@@ -45,6 +48,16 @@ ELEMENT: tuple[Param, ...] = (
     Param("dtype", Choice(DTYPES), "Output element type.", default="float32", always_recorded=True),
     Param("scale", NUMBER, "int8 only: the real value of one quantisation step."),
     Param("zero_point", INTEGER, "int8 only: the integer that stands for 0.0.  [default: 0]"),
+)
+
+#: The element type of index tables (``posenc relative``, ``posenc window``): integers, no quantisation.
+INDEX_ELEMENT: tuple[Param, ...] = (
+    Param(
+        "dtype",
+        Choice(INDEX_DTYPES),
+        "Index element type.  [default: the smallest of int8, int16, int32 that holds the index]",
+        always_recorded=True,
+    ),
 )
 
 #: Where and how a table is written: the same on every command that writes one, and the manifest keys of the same
@@ -131,11 +144,16 @@ class Kind:
     from_record: Callable[[Mapping[str, Any]], dict[str, Any]]
     work: Callable[[Mapping[str, Any]], int]
     recorded_as: Mapping[str, tuple[str, ...]] | None = None
+    #: The element type's parameters: :data:`ELEMENT` (float tables), :data:`INDEX_ELEMENT` (index tables).
+    element: tuple[Param, ...] = ELEMENT
+    #: The parameters that name a file the kind reads (``bias``): a manifest resolves them from its own folder,
+    #: keeps them inside it, and its depfile lists them as prerequisites.
+    files: tuple[str, ...] = ()
 
     @property
     def inputs(self) -> tuple[Param, ...]:
         """The parameters that decide the table: the kind's own, then the element type."""
-        return self.params + ELEMENT
+        return self.params + self.element
 
     @property
     def keys(self) -> tuple[Param, ...]:
@@ -222,6 +240,24 @@ def _sincos2d_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
+#: A gathered bias records the gathered array's sha256 and the key it was read under (not the file's path).
+_BIAS_RECORDED = {"bias": ("bias_sha256",), "key": ("bias_key",)}
+
+
+def _window_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    args = {key: p[key] for key in ("scheme", "dtype") if key in p}
+    if "window_height" in p and "window_width" in p:
+        args["window"] = (p["window_height"], p["window_width"])
+    if "pretrained_height" in p and "pretrained_width" in p:
+        args["pretrained_window"] = (p["pretrained_height"], p["pretrained_width"])
+    return args
+
+
+def _window_work(p: Mapping[str, Any]) -> int:
+    tokens = int(p["window_height"]) * int(p["window_width"]) + 1
+    return tokens * tokens * WORK_BYTES_PER_VALUE["window"]
+
+
 def _alibi_work(p: Mapping[str, Any]) -> int:
     rows = p.get("seq_len")
     return int(p["heads"]) * int(rows) * WORK_BYTES_PER_VALUE["alibi"] if isinstance(rows, int) else 0
@@ -288,6 +324,12 @@ ALIBI_PARAMS: tuple[Param, ...] = (
     Param(
         "seq_len", INTEGER, "Key positions of the bias matrix (omit for slopes only).", short="-n", always_recorded=True
     ),  # fmt: skip
+    Param(
+        "variant",
+        Choice(alibi_encoding.VARIANTS),
+        "bloom: Press et al., HF BLOOM (bias at positions 0 .. n-1); mpt: HF MPT (same slopes, positions 1-n .. 0).",
+        default="bloom",
+    ),
 )
 
 SINCOS2D_PARAMS: tuple[Param, ...] = (
@@ -297,60 +339,36 @@ SINCOS2D_PARAMS: tuple[Param, ...] = (
     Param("base", NUMBER, "Wavelength base, a finite number > 1.", default=10000.0, always_recorded=True),
 )
 
-_GENERATE_DOC = """Write a 1-D sinusoidal table: the paper's, or a framework's with --preset.
+BIAS_PARAMS: tuple[Param, ...] = (
+    Param(
+        "bias",
+        TEXT,
+        "A checkpoint's learned table to gather (.safetensors, .npz, .npy, .h5): adds the array bias.",
+    ),
+    Param("key", TEXT, "The array of --bias to take (needed when the file holds several)."),
+)
 
-The paper (preset vaswani): PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos /
-base^(2i/d_model)), for pos = 0 .. seq_len-1; an odd d_model ends with a sine column. Other frameworks
-differ in layout, frequencies, positions, padding row and odd widths: --preset picks one (list them with
-posenc presets) and the other options override it. Every value is the exact value correctly rounded.
+RELATIVE_PARAMS: tuple[Param, ...] = (
+    Param("scheme", Choice(relative_encoding.SCHEMES), "Whose relative positions.", required=True),
+    Param("query_length", INTEGER, "Query positions (rows).", required=True, short="-q", always_recorded=True),
+    Param("key_length", INTEGER, "Key positions (columns).  [default: offset + query length]", short="-k"),
+    Param("buckets", INTEGER, "t5, deberta: number of buckets.  [default: 32 for t5]"),
+    Param(
+        "max_distance",
+        INTEGER,
+        "t5, deberta: the log buckets' reach; shaw: the clipping distance.  [default: 128 for t5]",
+    ),
+    Param("causal", BOOLEAN, "t5: the decoder's unidirectional buckets.", default=False),
+    Param("offset", INTEGER, "Position of the first query (tokens already cached).  [default: 0; shaw: K - Q]"),
+    *BIAS_PARAMS,
+)
 
-\b
-Examples:
-  posenc generate -n 2048 -d 512 -o pe.h             # C header, static const float pe[2048][512]
-  posenc generate -n 2048 -d 512 -o pe.c --name pe   # pe.c (definition) + pe.h (extern declaration)
-  posenc generate -n 1026 -d 1024 -p fairseq -o m2m100_pos.npy
-  posenc generate -n 1000 -d 320 -p openai-diffusion -o timesteps.h
-"""
-
-_ROPE_DOC = """Write RoPE caches: cos and sin (seq_len, head_dim) and inv_freq (head_dim/2), as HF transformers'
-LlamaRotaryEmbedding and ROPE_INIT_FUNCTIONS compute them.
-
-cos[p, j] = a * cos(p * inv_freq[k]), sin[p, j] = a * sin(p * inv_freq[k]) with k = j mod head_dim/2 (half)
-or j // 2 (interleaved), inv_freq[k] = theta^(-2k/head_dim) scaled by the --scaling mode, and a the mode's
-attention scaling (1 except yarn and longrope; --no-attention-scaling leaves it out). dynamic is evaluated at
---seq-len. Every value is the exact value correctly rounded.
-
-\b
-Examples:
-  posenc rope -n 4096 --head-dim 128 -o rope.npz
-  posenc rope -n 8192 --head-dim 128 --theta 500000 --scaling llama3 --factor 8 \\
-      --original-max-positions 8192 -o llama31_rope.h
-  posenc rope -n 4096 --head-dim 64 --scaling yarn --factor 4 --original-max-positions 4096 --part cos -o cos.npy
-"""
-
-_ALIBI_DOC = """Write ALiBi slopes (Press et al.) and, with --seq-len, the bias matrix slope[h] * j.
-
-Slopes 2^(-8(h+1)/p) for the largest power of two p <= heads, then every other slope of 2p heads (HF BLOOM
-build_alibi_tensor). Arrays: slopes (heads), bias (heads, seq_len); every value correctly rounded.
-
-\b
-Examples:
-  posenc alibi -H 12 -o slopes.h
-  posenc alibi -H 40 -n 2048 -o alibi.npz
-  posenc alibi -H 40 -n 2048 --part bias -o bias.npy
-"""
-
-_SINCOS2D_DOC = """Write MAE's 2-D sincos position embedding (get_2d_sincos_pos_embed).
-
-Rows are the grid's patches in row-major order, after a zero row with --cls-token; columns are
-[sin x | cos x | sin y | cos y], each d_model/4 wide, frequencies base^(-k/(d_model/4)). Every value is the
-exact value correctly rounded.
-
-\b
-Examples:
-  posenc sincos2d -g 14 -d 768 --cls-token -o vit_pos.npy      # ViT-B/16 at 224 px, MAE
-  posenc sincos2d -g 16x24 -d 256 -o pos2d.h
-"""
+WINDOW_PARAMS: tuple[Param, ...] = (
+    Param("scheme", Choice(window_encoding.SCHEMES), "Whose window attention.", required=True),
+    Param("window", GRID, "Window size in tokens: H (square) or HxW.", required=True, short="-w"),
+    Param("pretrained_window", GRID, "swinv2: the window the model was pretrained with (scales the coords)."),
+    *BIAS_PARAMS,
+)
 
 #: Every table kind, by its command name, in the order ``posenc --help`` and the docs list them.
 KINDS: dict[str, Kind] = {
@@ -358,7 +376,7 @@ KINDS: dict[str, Kind] = {
         command="generate",
         table="sinusoidal",
         short_help="Write a 1-D sinusoidal table (any framework's).",
-        doc=_GENERATE_DOC,
+        doc=kind_docs.GENERATE,
         params=GENERATE_PARAMS,
         make=make.generate,
         lazy=True,
@@ -385,7 +403,7 @@ KINDS: dict[str, Kind] = {
         command="rope",
         table="rope",
         short_help="Write RoPE cos/sin caches and inv_freq.",
-        doc=_ROPE_DOC,
+        doc=kind_docs.ROPE,
         params=ROPE_PARAMS,
         make=make.rope,
         lazy=True,
@@ -421,19 +439,19 @@ KINDS: dict[str, Kind] = {
         command="alibi",
         table="alibi",
         short_help="Write ALiBi slopes and bias.",
-        doc=_ALIBI_DOC,
+        doc=kind_docs.ALIBI,
         params=ALIBI_PARAMS,
         make=make.alibi,
         lazy=False,
-        recorded={"heads": INTEGER, "seq_len": INTEGER, **_QUANTISATION},
-        from_record=_same_names(("heads", "seq_len", "dtype", "scale", "zero_point")),
+        recorded={"heads": INTEGER, "seq_len": INTEGER, **_QUANTISATION, "variant": TEXT},
+        from_record=_same_names(("heads", "seq_len", "variant", "dtype", "scale", "zero_point")),
         work=_alibi_work,
     ),
     "sincos2d": Kind(
         command="sincos2d",
         table="sincos2d",
         short_help="Write a 2-D sincos (MAE) table.",
-        doc=_SINCOS2D_DOC,
+        doc=kind_docs.SINCOS2D,
         params=SINCOS2D_PARAMS,
         make=make.sincos2d,
         lazy=False,
@@ -449,5 +467,65 @@ KINDS: dict[str, Kind] = {
         recorded_as={"grid": ("grid_height", "grid_width")},
         from_record=_sincos2d_from_record,
         work=_sincos2d_work,
+    ),
+    "relative": Kind(
+        command="relative",
+        table="relative",
+        short_help="Write a relative-position index (T5, DeBERTa, Shaw).",
+        doc=kind_docs.RELATIVE,
+        params=RELATIVE_PARAMS,
+        make=make.relative,
+        lazy=False,
+        recorded={
+            "scheme": TEXT,
+            "query_length": INTEGER,
+            "key_length": INTEGER,
+            "offset": INTEGER,
+            "buckets": INTEGER,
+            "max_distance": INTEGER,
+            "causal": BOOLEAN,
+            "dtype": TEXT,
+            "bias_key": TEXT,
+            "bias_heads": INTEGER,
+            "bias_sha256": TEXT,
+        },  # fmt: skip
+        recorded_as=_BIAS_RECORDED,
+        from_record=_same_names(
+            ("scheme", "query_length", "key_length", "offset", "buckets", "max_distance", "causal", "dtype")
+        ),
+        work=lambda p: (
+            int(p["query_length"]) * int(p.get("key_length", p["query_length"])) * WORK_BYTES_PER_VALUE["relative"]
+        ),
+        element=INDEX_ELEMENT,
+        files=("bias",),
+    ),
+    "window": Kind(
+        command="window",
+        table="window",
+        short_help="Write a window attention index (Swin, BEiT, SwinV2).",
+        doc=kind_docs.WINDOW,
+        params=WINDOW_PARAMS,
+        make=make.window,
+        lazy=False,
+        recorded={
+            "scheme": TEXT,
+            "window_height": INTEGER,
+            "window_width": INTEGER,
+            "pretrained_height": INTEGER,
+            "pretrained_width": INTEGER,
+            "dtype": TEXT,
+            "bias_key": TEXT,
+            "bias_heads": INTEGER,
+            "bias_sha256": TEXT,
+        },  # fmt: skip
+        recorded_as={
+            "window": ("window_height", "window_width"),
+            "pretrained_window": ("pretrained_height", "pretrained_width"),
+            **_BIAS_RECORDED,
+        },
+        from_record=_window_from_record,
+        work=_window_work,
+        element=INDEX_ELEMENT,
+        files=("bias",),
     ),
 }

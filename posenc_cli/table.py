@@ -78,6 +78,21 @@ class RowSource:
 Array = np.ndarray | RowSource
 
 
+def array_sha256(array: np.ndarray) -> str:
+    """The sha256 of ``array``'s values: its bytes little-endian, in C order (what a ``<key>_sha256`` parameter
+    records for an array that parameters cannot regenerate, such as a bias gathered from a checkpoint).
+
+    Examples
+    --------
+    >>> array_sha256(np.zeros(2, np.int8))[:16]
+    '96a296d224f285c6'
+    """
+    import hashlib
+
+    little = np.ascontiguousarray(array, array.dtype.newbyteorder("<"))
+    return hashlib.sha256(little.tobytes()).hexdigest()
+
+
 @dataclass(frozen=True)
 class Table:
     """Named arrays, the parameters that made them, and their kind.

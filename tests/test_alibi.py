@@ -46,6 +46,37 @@ def test_slopes_and_bias_are_the_exact_values_rounded_once(heads, dtype):
             assert table.arrays["bias"][h, j] == rounded(slope * j, dtype), (heads, h, j)
 
 
+def reference_mpt_slopes(heads: int) -> list[mpmath.mpf]:
+    """MPT's gen_slopes (HF build_mpt_alibi_tensor) in exact arithmetic: 1 / 2^(m * 8 / P), P the power of two at or
+    above the head count, then slopes[1::2] + slopes[::2] cut to the head count."""
+    top = 2 ** math.ceil(math.log2(heads))
+    slopes = [1 / mpmath.mpf(2) ** (mpmath.mpf(m) * 8 / top) for m in range(1, top + 1)]
+    return slopes if top == heads else (slopes[1::2] + slopes[::2])[:heads]
+
+
+@pytest.mark.parametrize("heads", [1, 3, 6, 8, 12, 40])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mpt_slopes_and_bias_are_the_exact_values_rounded_once(heads, dtype):
+    table = posenc_cli.alibi(heads, 50, variant="mpt", dtype=np.dtype(dtype).name)
+    assert table.params["variant"] == "mpt"
+    for h, slope in enumerate(reference_mpt_slopes(heads)):
+        assert table.arrays["slopes"][h] == rounded(slope, dtype), (heads, h)
+        for j in (0, 1, 2, 3, 7, 31, 49):
+            assert table.arrays["bias"][h, j] == rounded(slope * (j - 49), dtype), (heads, h, j)
+
+
+@pytest.mark.parametrize("heads", range(1, 65))
+def test_mpt_rounds_up_yet_gives_bloom_s_slopes_and_only_the_positions_differ(heads):
+    """MPT's construction (2P slopes, even ones first) and BLOOM's (P slopes, then every other one of 2P) give the
+    same slopes in the same order; the bias differs by its positions, 1-n .. 0 against 0 .. n-1."""
+    for mpt_slope, bloom_slope in zip(reference_mpt_slopes(heads), reference_slopes(heads), strict=True):
+        assert mpmath.almosteq(mpt_slope, bloom_slope, rel_eps=mpmath.mpf(10) ** -50)
+    mpt, bloom = posenc_cli.alibi(heads, 6, variant="mpt"), posenc_cli.alibi(heads, 6)
+    assert (mpt.arrays["slopes"] == bloom.arrays["slopes"]).all()
+    assert (mpt.arrays["bias"] == -bloom.arrays["bias"][:, ::-1]).all()
+    assert "variant" not in bloom.params
+
+
 def test_long_bias_rows_at_large_positions():
     table = posenc_cli.alibi(40, 100_000)
     slopes = reference_slopes(40)

@@ -42,8 +42,22 @@ SAMPLES = {
          "max_positions": 8, "short_factor": (1.0, 1.5), "long_factor": (2.0, 3.0), "dtype": "bfloat16"},
         {"seq_len": 6, "head_dim": 8, "scaling": "dynamic", "factor": 2.0, "max_positions": 4},
     ],
-    "alibi": [{"heads": 6}, {"heads": 12, "seq_len": 5, "dtype": "float16"}],
+    "alibi": [
+        {"heads": 6}, {"heads": 12, "seq_len": 5, "dtype": "float16"}, {"heads": 12, "seq_len": 5, "variant": "mpt"},
+    ],
     "sincos2d": [{"grid": (2, 3), "d_model": 8}, {"grid": (4, 4), "d_model": 16, "cls_token": True, "base": 100.0}],
+    "relative": [
+        {"scheme": "t5", "query_length": 5},
+        {"scheme": "t5", "query_length": 3, "key_length": 7, "buckets": 16, "max_distance": 20, "causal": True,
+         "offset": 4, "dtype": "int32"},
+        {"scheme": "deberta", "query_length": 6, "key_length": 9, "buckets": 8, "max_distance": 10},
+        {"scheme": "shaw", "query_length": 3, "key_length": 5, "max_distance": 2, "dtype": "int64"},
+    ],
+    "window": [
+        {"scheme": "swin", "window": (2, 3)},
+        {"scheme": "beit", "window": (3, 3), "dtype": "int16"},
+        {"scheme": "swinv2", "window": (3, 2), "pretrained_window": (4, 4)},
+    ],
 }  # fmt: skip
 
 #: The command line's own switches are options of ``posenc build`` itself, not keys of its entries.
@@ -65,11 +79,14 @@ def test_the_click_options_are_the_registry_in_its_order(command):
     records = [*kind.inputs, output, *OUTPUT, *switches]
     options = [p for p in cmd.params if p.name != "help"]
     assert [p.name for p in options] == [r.name for r in records]
+    taken = {p.short for p in kind.inputs if p.short}  # a kind's own short flag wins (relative's -q)
     for option, record in zip(options, records, strict=True):
         assert isinstance(option, click.Option)
         assert long_options(option) == [record.flag], record.name
         assert option.secondary_opts == ([record.negative] if record.pair else [])
-        assert [o for o in option.opts if not o.startswith("--")] == ([record.short] if record.short else [])
+        own = record in kind.inputs or record.short not in taken
+        short = [record.short] if record.short and own else []
+        assert [o for o in option.opts if not o.startswith("--")] == short, record.name
         assert option.help == record.help and option.required == record.required
         assert option.is_flag == (record.type is BOOLEAN), record.name
         if record.default is not None or record.is_flag:
@@ -207,9 +224,9 @@ def test_unknown_table_kinds_are_refused_by_name():
     from posenc_cli.errors import SpecError
     from posenc_cli.kinds import by_command, by_table
 
-    with pytest.raises(SpecError, match="choose one of generate, rope, alibi, sincos2d"):
-        by_command("relative")
-    with pytest.raises(SpecError, match="regenerates sinusoidal, rope, alibi, sincos2d"):
+    with pytest.raises(SpecError, match="choose one of generate, rope, alibi, sincos2d, relative, window"):
+        by_command("xpos")
+    with pytest.raises(SpecError, match="regenerates sinusoidal, rope, alibi, sincos2d, relative, window"):
         by_table("t5")
 
 

@@ -38,6 +38,9 @@ def reference_row(preset: str, d: int, position, *, base=10000.0, min_timescale=
     """One row as each framework's source writes it (framework-conventions.md), exact: sines/cosines, frequencies
     and the odd-width rule spelled out per framework, independently of posenc's column lists."""
     p, b, h = mpmath.mpf(position), mpmath.mpf(base), d // 2
+    if preset == "transformer-xl":  # inv_freq = 1 / base**(arange(0, d, 2) / d); cat([sin, cos])
+        freqs = [1 / b ** (mpmath.mpf(k) / d) for k in range(0, d, 2)]
+        return [mpmath.sin(p * f) for f in freqs] + [mpmath.cos(p * f) for f in freqs]
     if preset in ("vaswani", "marian"):  # position / base**(2*(j//2)/d) for every column j
         angle = [p / b ** (mpmath.mpf(2 * (j // 2)) / d) for j in range(d)]
         if preset == "vaswani":
@@ -63,8 +66,9 @@ def assert_reference(table: np.ndarray, preset: str, d: int, positions, **kw) ->
 
 
 @pytest.mark.parametrize(
-    ("preset", "d"), [(p, d) for p in PRESETS for d in (8, 9, 20, 33) if not (p == "whisper" and d % 2)]
-)  # whisper refuses odd widths (tested below)
+    ("preset", "d"),
+    [(p, d) for p in PRESETS for d in (8, 9, 20, 33) if not (p in ("whisper", "transformer-xl") and d % 2)],
+)  # whisper and transformer-xl refuse odd widths (tested below)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_every_preset_is_its_frameworks_formula_correctly_rounded(preset, d, dtype):
     rng = random.Random(f"{preset}{d}{dtype}")
@@ -223,7 +227,18 @@ def _columns_of(angle: np.ndarray, spec) -> np.ndarray:
 
 
 def test_every_preset_has_a_golden():
-    assert {g["preset"] for g in SINUSOID.values()} == set(PRESETS)
+    """transformer-xl's golden is XLNet's table, with the relative family's (tests/test_relative_goldens.py)."""
+    relative = json.loads((GOLDENS / "relative" / "manifest.json").read_text())["goldens"]
+    assert any(g["group"] == "transformer_xl" for g in relative.values())
+    assert {g["preset"] for g in SINUSOID.values()} | {"transformer-xl"} == set(PRESETS)
+
+
+def test_transformer_xl_rows_run_from_the_last_position_down_and_odd_widths_are_refused():
+    table = posenc_cli.generate(5, 8, preset="transformer-xl", dtype="float64")
+    assert (table.params["start"], table.params["step"]) == (4.0, -1.0)
+    assert_reference(np.asarray(table.array), "transformer-xl", 8, [4, 3, 2, 1, 0])
+    with pytest.raises(SpecError, match="even"):
+        posenc_cli.generate(5, 9, preset="transformer-xl")
 
 
 def test_generate_api_with_a_preset_records_its_parameters():

@@ -75,6 +75,7 @@ PRESET_DEFS: dict[str, dict[str, object]] = {
     "ddpm": {"layout": "sin-cos", "freq": "shift", "freq_shift": 1.0, "odd": "zero"},
     "openai-diffusion": {"layout": "cos-sin", "freq": "shift", "freq_shift": 0.0, "odd": "zero"},
     "musicgen": {"layout": "cos-sin", "freq": "shift", "freq_shift": 1.0, "odd": "zero"},
+    "transformer-xl": {"layout": "sin-cos", "freq": "paper", "odd": "error"},  # and rows seq_len-1 .. 0, below
 }
 DEFAULTS: dict[str, object] = {"start": 0.0, "step": 1.0, "amplitude": 1.0, "padding_idx": None}
 
@@ -292,6 +293,8 @@ def sinusoid_reference(kw: dict) -> tuple[dict[str, object], Callable[[int], tup
         spec.update(freq="shift", freq_shift=kw["freq_shift"])
     if "min_timescale" in kw:
         spec.update(freq="timescales", min_timescale=kw["min_timescale"])
+    if kw.get("preset") == "transformer-xl" and "start" not in kw and "step" not in kw:  # Transformer-XL's klen-1 .. 0
+        spec.update(start=float(kw["seq_len"]) - 1, step=-1.0)
     for key in ("layout", "odd", "start", "step", "amplitude", "padding_idx"):
         if key in kw:
             spec[key] = kw[key]

@@ -84,7 +84,7 @@ def build(
     for entry in entries:
         with about(entry.where(str(manifest.path))):
             reports.append(_build_one(entry, check, progress, force))
-    return BuildReport(manifest.path, check, tuple(reports))
+    return BuildReport(manifest.path, check, tuple(reports), manifest.inputs)
 
 
 def _build_one(entry: Entry, check: bool, progress: Progress | None, force: bool) -> TableReport:

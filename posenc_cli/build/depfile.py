@@ -55,7 +55,8 @@ def check_depfile(manifest: Manifest, depfile: PathLike) -> None:
 def depfile_text(
     report: BuildReport | Manifest, manifest: PathLike | None = None, *, relative_to: PathLike | None = None
 ) -> str:
-    """A make-style depfile: every file of ``report`` depends on ``manifest`` (by default the report's).
+    """A make-style depfile: every file of ``report`` depends on ``manifest`` (by default the report's) and on the
+    files its entries read (a ``bias`` checkpoint).
 
     Paths are relative to ``relative_to`` (by default the current directory) when they lie under it, else absolute,
     and escaped as the module's docstring says; a path make and Ninja cannot both read raises ``SpecError``.
@@ -68,7 +69,8 @@ def depfile_text(
     base = os.path.abspath(relative_to if relative_to is not None else os.curdir)
     source = report.manifest if isinstance(report, BuildReport) else report.path
     targets = " ".join(_make_word(_spelled(p, base)) for p in report.paths)
-    return f"{targets}: {_make_word(_spelled(manifest if manifest is not None else source, base))}\n"
+    prerequisites = [manifest if manifest is not None else source, *report.inputs]
+    return f"{targets}: {' '.join(_make_word(_spelled(p, base)) for p in prerequisites)}\n"
 
 
 def write_depfile(path: PathLike, report: BuildReport | Manifest, manifest: PathLike | None = None) -> Path:

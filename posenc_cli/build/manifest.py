@@ -57,6 +57,7 @@ is left untouched, mtime included). C outputs record that equivalent command in 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import json
 import os
@@ -113,10 +114,12 @@ class Entry:
     path: Path
     options: Mapping[str, Any]
     plan: api.Output
+    #: The files the entry reads (a ``bias`` checkpoint), by parameter, resolved from the manifest's folder.
+    inputs: Mapping[str, Path] = dataclasses.field(default_factory=dict)
 
     def table(self) -> Table:
         """The entry's table, made by its kind (lazily where it can: rows are made as they are written)."""
-        return KINDS[self.command].build(self.options)
+        return KINDS[self.command].build({**self.options, **{key: str(p) for key, p in self.inputs.items()}})
 
     @property
     def command_line(self) -> str:
@@ -142,6 +145,11 @@ class Manifest:
     def paths(self) -> tuple[Path, ...]:
         """Every file the entries may write (a ``.npy``'s ``.json`` sidecar included, written only when needed)."""
         return tuple(p for entry in self.entries for p in entry.plan.paths)
+
+    @property
+    def inputs(self) -> tuple[Path, ...]:
+        """Every file the entries read besides the manifest (checkpoints), once each, in entry order."""
+        return tuple(dict.fromkeys(p for entry in self.entries for p in entry.inputs.values()))
 
 
 def load_manifest(path: PathLike, *, output_dir: PathLike | None = None, allow_outside: bool = False) -> Manifest:
@@ -195,7 +203,7 @@ def load_manifest(path: PathLike, *, output_dir: PathLike | None = None, allow_o
         raise _spec(f"{label}: expected [[table]] entries (an array of tables, each with command and output), "
                     f"got {found}")  # fmt: skip
     base = Path(os.fspath(output_dir)) if output_dir is not None else path.parent
-    entries = [_entry(label, i, raw, layers, base) for i, raw in enumerate(tables, 1)]
+    entries = [_entry(label, i, raw, layers, base, path.parent, allow_outside) for i, raw in enumerate(tables, 1)]
     _check_collisions(label, path, entries)
     root = None if allow_outside else Path(os.path.realpath(base))
     if root is not None:
@@ -321,7 +329,16 @@ def _renamed(layer: dict[str, Any], label: str) -> dict[str, Any]:
     return out
 
 
-def _entry(label: str, index: int, raw: dict[str, Any], defaults: Mapping[str, dict[str, Any]], base: Path) -> Entry:
+def _entry(
+    label: str,
+    index: int,
+    raw: dict[str, Any],
+    defaults: Mapping[str, dict[str, Any]],
+    base: Path,
+    sources: Path,
+    allow_outside: bool,
+) -> Entry:
+    """One checked entry; ``base`` is where outputs go, ``sources`` the manifest's folder, where inputs are read."""
     raw = _renamed(raw, label)
     output = raw.get("output")
     where = f"{label}, table #{index}" + (f" (output {output!r})" if isinstance(output, str) else "")
@@ -362,10 +379,17 @@ def _entry(label: str, index: int, raw: dict[str, Any], defaults: Mapping[str, d
         raise _spec(f"{where}: missing key {missing[0]!r}; {command} needs {' and '.join(required)}")
     path = base / output
     where = f"{label}, table #{index} (output {output!r})"
+    inputs: dict[str, Path] = {}
+    root = Path(os.path.realpath(sources))
+    for key in KINDS[command].files:
+        if options.get(key) is not None:
+            inputs[key] = sources / options[key]
+            if not allow_outside:
+                check_inside(root, inputs[key], f"{where}: {key} {options[key]!r}")
     with about(where, origins):
         out = api.plan(path, format=options["format"], name=options["name"])
         api.c_write_options(out, {key: options[key] for key in _C_OPTIONS}, header=options["header"])
-        entry = Entry(index, command, output, path, options, out)
+        entry = Entry(index, command, output, path, options, out, inputs)
         table = entry.table()  # every parameter checked (lazy tables: nothing computed yet)
         parts, part = list(table.arrays), options["part"]
         if part is not None:

@@ -59,6 +59,8 @@ class BuildReport:
     manifest: Path
     check: bool
     tables: tuple[TableReport, ...]
+    #: The files the entries read besides the manifest (checkpoints): a depfile's other prerequisites.
+    inputs: tuple[Path, ...] = ()
 
     @property
     def files(self) -> tuple[FileReport, ...]:

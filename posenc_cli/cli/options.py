@@ -4,6 +4,7 @@ command come from its record."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,11 +85,15 @@ def options(params: Sequence[Param], **overrides: dict[str, Any]) -> Decorator:
     return decorate
 
 
-def write_options(*, required: bool = True) -> Decorator:
+def write_options(*, required: bool = True, taken: frozenset[str] = frozenset()) -> Decorator:
     """Where and how to write (:data:`~posenc_cli.kinds.OUTPUT`) and the switches (:data:`~posenc_cli.kinds.RUN`),
-    ``-o`` first: the same options, in the same order, on every command that writes a table."""
+    ``-o`` first: the same options, in the same order, on every command that writes a table.
+
+    ``taken`` are short flags the command's own options use (``posenc relative``'s ``-q``, the query length): a
+    shared option keeps only its long flag there."""
     output, *switches = RUN
-    return options((output, *OUTPUT, *switches), output={"required": required})
+    shared = [dataclasses.replace(p, short=None) if p.short in taken else p for p in (output, *OUTPUT, *switches)]
+    return options(shared, output={"required": required})
 
 
 def max_memory(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,5 +1,5 @@
-"""``posenc generate``, ``rope``, ``alibi``, ``sincos2d`` (one command per kind of :data:`~posenc_cli.kinds.KINDS`,
-made from its record) and ``presets``."""
+"""``posenc generate``, ``rope``, ``alibi``, ``sincos2d``, ``relative``, ``window`` (one command per kind of
+:data:`~posenc_cli.kinds.KINDS`, made from its record) and ``presets``."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def table_command(kind: Kind) -> click.Command:
             write(ctx, lambda: kind.build(values), recorded, lazy=kind.lazy)
 
     run.__doc__ = kind.doc
-    decorated = options(kind.inputs)(write_options()(run))  # the kind's options first, then the output's
+    taken = frozenset(p.short for p in kind.inputs if p.short)
+    decorated = options(kind.inputs)(write_options(taken=taken)(run))  # the kind's options first, then the output's
     return click.command(kind.command, context_settings={"show_default": True}, short_help=kind.short_help)(decorated)
 
 

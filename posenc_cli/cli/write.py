@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _atomic, api
 from .._printable import printable
+from ..dtypes import element_of
 from ..errors import SpecError
 from ..formats import C_OPTIONS, FORMATS
 from ..table import RowSource, Table
@@ -85,11 +86,12 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
     if p["json"]:
         _report_json(table, out.format.name, written, digests)
     if p["verbose"]:
-        shapes = ", ".join(" x ".join(map(str, a.shape)) for a in table.arrays.values())
+        shapes = [f"{' x '.join(map(str, a.shape))} {element_of(table.params, a.dtype)}" for a in table.arrays.values()]
+        if len({shape.rsplit(" ", 1)[1] for shape in shapes}) == 1:  # one type: said once, as before
+            shapes = [shape.rsplit(" ", 1)[0] for shape in shapes[:-1]] + shapes[-1:]
         for path in written:
-            dtype = table.params.get("dtype", next(iter(table.arrays.values())).dtype)
             what = "unchanged:" if before.get(path) is not None and before[path] == _atomic.identity(path) else "wrote"
-            say(f"{what} {path} ({out.format.name}, {shapes} {dtype}, {path.stat().st_size:,} bytes)")
+            say(f"{what} {path} ({out.format.name}, {', '.join(shapes)}, {path.stat().st_size:,} bytes)")
 
 
 def _is_terminal(stream: object) -> bool:
@@ -163,7 +165,7 @@ def _report_json(table: Table, format_name: str, written: Sequence[Path], digest
             digest = h.hexdigest()
         arrays[key] = {
             "shape": list(array.shape),
-            "dtype": str(table.params.get("dtype", array.dtype)),
+            "dtype": element_of(table.params, array.dtype),
             "sha256": digest,
         }
     doc = {

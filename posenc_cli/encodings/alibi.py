@@ -11,6 +11,14 @@ power of two the second line is empty). The bias of head ``h`` at key position `
 ``(H, seq_len)`` (BLOOM adds it to the attention scores; ALiBi's ``-|i - j| * slope`` form differs by a per-row
 constant that softmax ignores).
 
+MPT's variant (HF ``build_mpt_alibi_tensor``, llm-foundry ``gen_slopes`` with ``alibi_bias_max = 8``) rounds the
+head count *up*: with ``P = 2**ceil(log2 H)`` the slopes are ``2 ** (-8 m / P)`` for ``m = 1 .. P``, and for ``H < P``
+the even ``m`` come first, then the odd ones, cut to ``H`` (``concat(slopes[1::2], slopes[::2])[:H]``). With
+``P = 2p`` the even ``m = 2k`` give ``2**(-8k/p)`` and the odd ones ``2**(-4(2k+1)/p)``: BLOOM's slopes, in BLOOM's
+order, for every head count (``tests/test_alibi.py`` checks 1 to 64). What differs is the bias: MPT's runs over the
+positions ``1 - seq_len .. 0``, ``slope[h] * (j + 1 - seq_len)``, shape ``(H, seq_len)`` (HF's ``(H, 1, seq_len)``
+without the middle axis), and its float32 arithmetic.
+
 Exactness: the exponents are dyadic rationals, the slopes ``2**e`` are computed with :mod:`decimal` and carried as
 double-doubles (about 106 bits); each bias entry is the exact product of an integer and that double-double (the
 slope split into 21-bit pieces, each product exact) with a relative error below ``2**-90``. The float64 result is
@@ -36,14 +44,25 @@ MAX_SEQ_LEN = 1 << 32
 _ERR = 2.0**-90  # relative error bound of the double-double products (see the module docstring)
 
 
-def exponents(heads: int) -> list[Fraction]:
+VARIANTS = ("bloom", "mpt")
+
+
+def exponents(heads: int, variant: str = "bloom") -> list[Fraction]:
     """The exponent ``e`` of each head's slope ``2**e`` (exact rationals).
 
     Examples
     --------
     >>> [str(e) for e in exponents(6)]
     ['-2', '-4', '-6', '-8', '-1', '-3']
+    >>> [str(e) for e in exponents(6, "mpt")]
+    ['-2', '-4', '-6', '-8', '-1', '-3']
+    >>> [str(e) for e in exponents(3, "mpt")]
+    ['-4', '-8', '-2']
     """
+    if variant == "mpt":
+        top = 1 << (heads - 1).bit_length()
+        every = [Fraction(-8 * m, top) for m in range(1, top + 1)]
+        return every if top == heads else (every[1::2] + every[::2])[:heads]
     p = 1 << (heads.bit_length() - 1)
     first = [Fraction(-8 * (h + 1), p) for h in range(p)]
     extra = [Fraction(-4 * (2 * m + 1), p) for m in range(heads - p)]
@@ -105,15 +124,19 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, (a - (s - v)) + (b - v)
 
 
-def slopes_and_bias(heads: int, seq_len: int | None, element: ElementType) -> dict[str, np.ndarray]:
+def slopes_and_bias(
+    heads: int, seq_len: int | None, element: ElementType, variant: str = "bloom"
+) -> dict[str, np.ndarray]:
     """``{"slopes": (H,), "bias": (H, seq_len)}`` in ``element``'s storage (``bias`` only with a ``seq_len``)."""
-    exps = exponents(heads)
+    exps = exponents(heads, variant)
     with decimal.localcontext() as ctx:
         ctx.prec = 50
         exact = [_power(e, 50) for e in exps]
         hi = np.array([float(v) for v in exact])
         lo = np.array([float(v - Decimal(h)) for v, h in zip(exact, hi.tolist(), strict=True)])
     j = np.arange(seq_len if seq_len is not None else 0, dtype=np.float64)
+    if variant == "mpt" and seq_len is not None:
+        j -= seq_len - 1  # positions 1 - seq_len .. 0
     out = {"slopes": _rounded(hi[:, None], lo[:, None], np.ones((heads, 1)), exps, element)[:, 0]}
     if seq_len is not None:
         pieces = _pieces(hi)

@@ -99,6 +99,9 @@ class Preset:
     values: dict[str, object]
     reproduces: str
     agreement: str
+    #: Row 0 is position ``seq_len - 1`` and each row one less (Transformer-XL's ``arange(klen - 1, -1, -1)``),
+    #: unless ``start`` or ``step`` is given.
+    descending: bool = False
 
 
 PRESETS: dict[str, Preset] = {
@@ -155,6 +158,14 @@ PRESETS: dict[str, Preset] = {
             {"layout": "cos-sin", "freq": "shift", "freq_shift": 1.0, "odd": "zero"},
             "HF MusicgenSinusoidalPositionalEmbedding.get_embedding",
             "within torch's float32 rounding",
+        ),
+        Preset(
+            "transformer-xl",
+            {"layout": "sin-cos", "freq": "paper", "odd": "error"},
+            "Transformer-XL mem_transformer.PositionalEmbedding and XLNet relative_positional_encoding: the "
+            "relative positions klen-1 down to 0 (start = seq_len - 1, step = -1), [sin | cos]",
+            "within torch's float32 rounding",
+            descending=True,
         ),
     )
 }

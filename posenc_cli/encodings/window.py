@@ -1,0 +1,118 @@
+"""Window attention's relative-position tables: Swin's and BEiT's index, SwinV2's log-spaced coordinates.
+
+A window of ``H x W`` tokens, row-major (token ``t = y * W + x``), has ``(2H - 1)(2W - 1)`` relative offsets:
+
+``swin`` (timm ``swin_transformer.get_relative_position_index``)
+    ``index[t, u] = (y_t - y_u + H - 1) * (2W - 1) + (x_t - x_u + W - 1)``, shape ``(HW, HW)``: the row of the
+    learned ``relative_position_bias_table`` ``((2H - 1)(2W - 1), heads)`` that the pair ``(t, u)`` reads.
+``beit`` (timm ``beit.gen_relative_position_index``)
+    The Swin index shifted by a class token at row and column 0: ``(HW + 1, HW + 1)``, with ``D = (2H - 1)(2W - 1)``
+    offsets plus three: ``index[0, u] = D`` (class token to patch), ``index[t, 0] = D + 1`` (patch to class token),
+    ``index[0, 0] = D + 2`` (class token to itself), ``index[t, u]`` the Swin index for patches.
+``swinv2`` (timm ``swin_transformer_v2.WindowAttention``)
+    The Swin index, and ``coords`` ``(2H - 1, 2W - 1, 2)``, the input of the continuous position bias MLP: for the
+    offset ``(dy, dx)``, ``coords[dy + H - 1, dx + W - 1] = (f(dy, P_h), f(dx, P_w))`` with
+    ``f(c, P) = sign(c) * log2(1 + 8 |c| / P) / 3`` and ``P`` the pretrained window's side minus one when one is
+    given, else the window's (``log2(8) = 3``). Each coordinate is the exact value correctly rounded to float32;
+    timm computes it in float32 and agrees within its own rounding.
+
+Examples
+--------
+>>> swin_index(2, 2).tolist()
+[[4, 3, 1, 0], [5, 4, 2, 1], [7, 6, 4, 3], [8, 7, 5, 4]]
+>>> beit_index(1, 2).tolist()
+[[5, 3, 3], [4, 1, 0], [4, 2, 1]]
+>>> swinv2_coords(2, 2)[0, 0].tolist()
+[-1.0566416, -1.0566416]
+"""
+
+from __future__ import annotations
+
+import decimal
+from fractions import Fraction
+
+import numpy as np
+
+from posenc_cli.dtypes import ElementType
+from posenc_cli.errors import SpecError
+
+__all__ = ["MAX_SIDE", "SCHEMES", "beit_index", "check_window", "swin_index", "swinv2_coords"]
+
+SCHEMES = ("swin", "beit", "swinv2")
+#: Window sides posenc accepts: far beyond any model's (Swin 7 or 12, SwinV2 up to 24, BEiT 14 to 24); the index
+#: of a 256 x 256 window is already 2**32 entries.
+MAX_SIDE = 256
+
+
+def check_window(window: object, name: str = "window") -> tuple[int, int]:
+    """Validate an ``(H, W)`` window; ``SpecError`` names ``name``."""
+    if not isinstance(window, tuple) or len(window) != 2:
+        raise SpecError(f"{name} must be a pair of sides (H, W), got {window!r}", param=name)
+    for side in window:
+        if isinstance(side, bool) or not isinstance(side, (int, np.integer)) or not 1 <= side <= MAX_SIDE:
+            raise SpecError(f"{name} sides must be integers from 1 to {MAX_SIDE}, got {side!r}", param=name)
+    return int(window[0]), int(window[1])
+
+
+def swin_index(height: int, width: int) -> np.ndarray:
+    """The ``(HW, HW)`` Swin relative-position index as int64."""
+    y, x = np.divmod(np.arange(height * width, dtype=np.int64), width)
+    dy = y[:, None] - y[None, :] + height - 1
+    dx = x[:, None] - x[None, :] + width - 1
+    out: np.ndarray = dy * (2 * width - 1) + dx
+    return out
+
+
+def beit_index(height: int, width: int) -> np.ndarray:
+    """The ``(HW + 1, HW + 1)`` BEiT index with its class-token row and column, as int64."""
+    offsets = (2 * height - 1) * (2 * width - 1)
+    out = np.empty((height * width + 1,) * 2, np.int64)
+    out[1:, 1:] = swin_index(height, width)
+    out[0, :] = offsets
+    out[:, 0] = offsets + 1
+    out[0, 0] = offsets + 2
+    return out
+
+
+_PRECISION = 60  # decimal digits: the exact logarithm is known to within 10**-58 of its value
+_FLOAT32 = ElementType.of("float32")
+
+
+def _log_coordinate(c: int, p: int) -> np.float32:
+    """``sign(c) * log2(1 + 8|c|/p) / 3`` correctly rounded to float32, proven from a 60-digit logarithm."""
+    if c == 0:
+        return np.float32(0.0)
+    with decimal.localcontext() as ctx:
+        ctx.prec = _PRECISION
+        value = (decimal.Decimal(p + 8 * abs(c)) / p).ln() / (3 * decimal.Decimal(2).ln())
+    approx = Fraction(value)
+    nearest = np.float32(_FLOAT32.from_exact(approx))
+    # proven: no float32 rounding boundary lies within the approximation's error of it
+    for neighbour in (np.nextafter(nearest, np.float32(np.inf)), np.nextafter(nearest, np.float32(-np.inf))):
+        midpoint = (Fraction(float(nearest)) + Fraction(float(neighbour))) / 2
+        if abs(midpoint - approx) <= abs(approx) * Fraction(1, 10**50):  # pragma: no cover - never reached
+            raise ArithmeticError(f"cannot round log2(1 + 8*{abs(c)}/{p})/3 to float32 from 60 digits")
+    return nearest if c > 0 else -nearest
+
+
+def _axis(side: int, pretrained: int | None, name: str) -> np.ndarray:
+    p = (pretrained if pretrained else side) - 1
+    if p < 1:
+        what = "pretrained window" if pretrained else "window"
+        raise SpecError(
+            f"swinv2 coordinates divide by the {what}'s side minus one, so its sides must be at least 2, got "
+            f"{pretrained if pretrained else side} for {name}",
+            param="pretrained_window" if pretrained else "window",
+        )
+    half = [_log_coordinate(c, p) for c in range(1, side)]
+    return np.array([-v for v in reversed(half)] + [np.float32(0.0)] + half, np.float32)
+
+
+def swinv2_coords(height: int, width: int, pretrained: tuple[int, int] | None = None) -> np.ndarray:
+    """SwinV2's ``(2H - 1, 2W - 1, 2)`` log-spaced coordinate table as float32 (``pretrained``: its window)."""
+    ys = _axis(height, pretrained[0] if pretrained else None, "the height")
+    xs = _axis(width, pretrained[1] if pretrained else None, "the width")
+    out = np.empty((2 * height - 1, 2 * width - 1, 2), np.float32)
+    out[:, :, 0] = ys[:, None]
+    out[:, :, 1] = xs[None, :]
+    return out
