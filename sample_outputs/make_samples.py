@@ -1,4 +1,5 @@
-"""Regenerate the sample outputs: a 16 x 8 table in every format, written by the real ``posenc`` command.
+"""Regenerate the sample outputs: a 16 x 8 table in every format, and the other kinds' tables (RoPE, ALiBi, T5's
+16 x 16 bucket matrix, Swin's 7 x 7 window index), written by the real ``posenc`` command.
 
 Run from anywhere: ``python sample_outputs/make_samples.py`` (or pass another directory). The test suite runs the
 same commands into a temporary directory and fails when the files here no longer match what the code writes.
@@ -29,6 +30,8 @@ SAMPLES = [
     ["alibi", "-H", "12", "-n", "8", "-o", "alibi.npz"],
     ["generate", "-n", "16", "-d", "8", "--lang", "c++", "--namespace", "posenc", "--align", "16", "-o", "pe.hpp",
      "--format", "h"],
+    ["relative", "--scheme", "t5", "-q", "16", "-o", "t5_buckets.h"],
+    ["window", "--scheme", "swin", "-w", "7", "-o", "swin_index.h"],
 ]
 
 
