@@ -25,7 +25,7 @@ import numpy as np
 
 from .dtypes import decode
 from .errors import SpecError
-from .read import PathLike, load, names
+from .read import PathLike, existing, load, names
 from .table import RowSource
 
 __all__ = ["LEARNED_SUFFIXES", "Weights", "weight_table"]
@@ -79,6 +79,7 @@ def weight_table(source: PathLike | np.ndarray, key: str | None, *, rows: int, w
     else:
         if not isinstance(source, (str, os.PathLike)):
             raise SpecError(f"bias must be a file or an array, got {type(source).__name__}", param="bias")
+        existing(source, "bias", "the bias file")
         listed = names(source)  # a model file's tensors, listed without reading them (None: not listed)
         if listed is not None:
             key = _pick(source, key, listed, what)

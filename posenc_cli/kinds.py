@@ -36,7 +36,7 @@ from .encodings import window as window_encoding
 from .errors import SpecError
 from .formats import FORMAT_NAMES, FORMATS
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
-from .params import BOOLEAN, GRID, INTEGER, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
+from .params import BOOLEAN, GRID, INTEGER, INTEGERS, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
 from .table import Table
 
 __all__ = ["CONVERT", "ELEMENT", "INDEX_ELEMENT", "KINDS", "OUTPUT", "RUN", "Kind", "by_command", "by_table"]
@@ -219,8 +219,15 @@ def _sinusoidal_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
 def _rope_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
     """Every input is recorded by its own name except ``attention_scaling`` (fold the scaling into cos and sin),
     recorded as ``attention_scaling_folded``: the recorded ``attention_scaling`` is the scaling's value."""
+    if "position_ids_sha256" in p:
+        raise SpecError(
+            "the caches were made at given position ids (--position-ids), which the file does not hold: they cannot "
+            "be made again from its parameters",
+            param="position_ids",
+        )
     inputs = {param.name for param in ROPE_PARAMS} | {"dtype", "scale", "zero_point"}
-    args = {key: value for key, value in p.items() if key in inputs and key != "attention_scaling"}
+    skip = {"attention_scaling", "config", "layer_type"}  # a config's values are all recorded in their own names
+    args = {key: value for key, value in p.items() if key in inputs and key not in skip}
     if "attention_scaling_folded" in p:
         args["attention_scaling"] = p["attention_scaling_folded"]
     return args
@@ -287,16 +294,31 @@ GENERATE_PARAMS: tuple[Param, ...] = (
 )
 
 ROPE_PARAMS: tuple[Param, ...] = (
-    Param("seq_len", INTEGER, "Positions (rows) of the caches.", required=True, short="-n", always_recorded=True),
-    Param("head_dim", INTEGER, "Rotary dimension per head (even).", required=True, near=("-d", "--d-model")),
-    Param("theta", NUMBER, "rope_theta, the wavelength base.", default=10000.0),
+    Param(
+        "seq_len",
+        INTEGER,
+        "Positions (rows) of the caches.  [required unless --position-ids gives them]",
+        short="-n",
+        always_recorded=True,
+    ),
+    Param(
+        "head_dim",
+        INTEGER,
+        "Dimension per head (even).  [required unless --config gives it]",
+        near=("-d", "--d-model"),
+    ),
+    Param("config", TEXT, "A model's config.json (or its folder): every RoPE setting from it; options override."),
+    Param(
+        "layer_type", TEXT, "With --config: the layers whose RoPE to take (Gemma: full_attention, sliding_attention)."
+    ),
+    Param("theta", NUMBER, "rope_theta, the wavelength base.  [default: 10000, or the config's]"),
     Param(
         "layout",
         Choice(rope_encoding.LAYOUTS),
         "half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.",
         default="half",
     ),
-    Param("scaling", Choice(rope_encoding.SCALINGS), "HF rope_type.", default="none"),
+    Param("scaling", Choice(rope_encoding.SCALINGS), "HF rope_type.  [default: none, or the config's]"),
     Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope)."),
     Param("original_max_positions", INTEGER, "Pre-training context length."),
     Param("max_positions", INTEGER, "max_position_embeddings (dynamic, yarn, longrope)."),
@@ -317,6 +339,11 @@ ROPE_PARAMS: tuple[Param, ...] = (
         default=True,
         pair=True,
     ),
+    Param("rotary_dim", INTEGER, "Partial rotary: rotate only the first R dimensions (caches of R columns)."),
+    Param("position_ids", TEXT, "An .npy of integer positions, (seq,) or (3, seq) with --mrope-section: rows there."),
+    Param("mrope_section", INTEGERS, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
+    Param("mrope_interleaved", BOOLEAN, "M-RoPE sections interleaved (Qwen3-VL).", default=False),
+    Param("longrope_pair", BOOLEAN, "longrope: write both caches, *_short and *_long.", default=False),
 )
 
 ALIBI_PARAMS: tuple[Param, ...] = (
@@ -430,10 +457,23 @@ KINDS: dict[str, Kind] = {
             "attention_factor": NUMBER,
             "short_factor": NUMBERS,
             "long_factor": NUMBERS,
+            "rotary_dim": INTEGER,
+            "position_ids_sha256": TEXT,
+            "positions_reach": INTEGER,
+            "mrope_section": INTEGERS,
+            "mrope_interleaved": BOOLEAN,
+            "longrope_pair": BOOLEAN,
+            "config_fields": TEXT,
+            "layer_type": TEXT,
         },  # fmt: skip
-        recorded_as={"attention_scaling": ("attention_scaling_folded",)},
+        recorded_as={
+            "attention_scaling": ("attention_scaling_folded",),
+            "position_ids": ("position_ids_sha256",),
+            "config": ("config_fields",),
+        },
         from_record=_rope_from_record,
         work=lambda p: 0,
+        files=("position_ids", "config"),
     ),
     "alibi": Kind(
         command="alibi",

@@ -11,7 +11,7 @@ are the parameters of :data:`posenc_cli.kinds.KINDS`, spelled as the manifest ke
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,11 +19,11 @@ from . import _resources
 from .dtypes import ElementType
 from .encodings import alibi as alibi_encoding
 from .encodings import check_params, presets
-from .encodings import rope as rope_encoding
 from .encodings import sincos2d as sincos2d_encoding
 from .encodings.sinusoidal import paper_rows
 from .errors import SpecError
 from .make_index import relative, window
+from .make_rope import rope
 from .table import Array, Param, RowSource, Table
 
 __all__ = ["alibi", "convert", "generate", "relative", "rope", "sincos2d", "window"]
@@ -120,80 +120,6 @@ def generate(
     params.update(spec.params())
     params.update(quantisation)
     return Table("sinusoidal", {"pe": array}, params)
-
-
-def rope(
-    seq_len: int,
-    head_dim: int,
-    *,
-    theta: float = 10000.0,
-    layout: str = "half",
-    scaling: str = "none",
-    attention_scaling: bool = True,
-    dtype: str = "float32",
-    scale: float | None = None,
-    zero_point: int | None = None,
-    lazy: bool = False,
-    factor: float | None = None,
-    original_max_positions: int | None = None,
-    max_positions: int | None = None,
-    low_freq_factor: float | None = None,
-    high_freq_factor: float | None = None,
-    beta_fast: float | None = None,
-    beta_slow: float | None = None,
-    truncate: bool | None = None,
-    mscale: float | None = None,
-    mscale_all_dim: float | None = None,
-    attention_factor: float | None = None,
-    short_factor: Sequence[float] | None = None,
-    long_factor: Sequence[float] | None = None,
-) -> Table:
-    """RoPE caches as HF transformers computes them: a :class:`Table` of kind ``"rope"`` with arrays ``cos`` and
-    ``sin`` (seq_len, head_dim) and ``inv_freq`` (head_dim/2,).
-
-    ``scaling`` is ``none``, ``linear``, ``dynamic``, ``yarn``, ``llama3`` or ``longrope`` with its parameters named
-    as in HF's ``rope_parameters`` (``factor``, ``original_max_positions``, ``max_positions``, ``low_freq_factor``,
-    ``high_freq_factor``, ``beta_fast``, ``beta_slow``, ``truncate``, ``mscale``, ``mscale_all_dim``,
-    ``attention_factor``, ``short_factor``, ``long_factor``); :mod:`posenc_cli.encodings.rope` defines each. HF
-    multiplies cos and sin by the mode's attention scaling (YaRN, LongRoPE); ``attention_scaling=False`` leaves it
-    out (the parameters record its value either way). ``layout`` ``half`` is HF/GPT-NeoX ``rotate_half``,
-    ``interleaved`` GPT-J/llama.cpp's adjacent pairs. Every value is correctly rounded.
-
-    Examples
-    --------
-    >>> t = rope(8, 64, scaling="yarn", factor=4.0, original_max_positions=4096)
-    >>> t.arrays["cos"].shape, t.arrays["inv_freq"].shape, round(t.params["attention_scaling"], 6)
-    ((8, 64), (32,), 1.138629)
-    """
-    _, _, _, element = check_params(1, 1, 10000.0, dtype, scale=scale, zero_point=zero_point)
-    spec = rope_encoding.resolve(
-        seq_len=seq_len, head_dim=head_dim, theta=theta, layout=layout, scaling=scaling,
-        fold_scaling=attention_scaling, factor=factor, original_max_positions=original_max_positions,
-        max_positions=max_positions, low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
-        beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate, mscale=mscale, mscale_all_dim=mscale_all_dim,
-        attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor,
-    )  # fmt: skip
-    zero_point_arg = element.zero_point if element.scale is not None else None
-    arrays: dict[str, Array] = {}
-    if not lazy:
-        _resources.check_memory(
-            2 * spec.seq_len * spec.head_dim * _resources.WORK_BYTES_PER_VALUE["rope"],
-            f"the RoPE caches ({spec.seq_len} x {spec.head_dim}) built whole (lazy=True streams them)",
-        )
-    for part in ("cos", "sin"):
-        rows = rope_encoding.cache_rows_of(
-            spec, part, element.name, quant_scale=element.scale, zero_point=zero_point_arg
-        )
-        source = RowSource((spec.seq_len, spec.head_dim), element.storage, rows)
-        arrays[part] = source if lazy else np.asarray(source)
-    arrays["inv_freq"] = rope_encoding.inv_freq(
-        spec, element.name, quant_scale=element.scale, zero_point=zero_point_arg
-    )
-    params: dict[str, Param] = {**spec.params(), "dtype": element.name}
-    if element.scale is not None:
-        params.update(scale=element.scale, zero_point=element.zero_point)
-    axes = {"cos": ("seq_len", "head_dim"), "sin": ("seq_len", "head_dim"), "inv_freq": ("freqs",)}
-    return Table("rope", arrays, params, axes)
 
 
 def alibi(

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "BOOLEAN", "INTEGER", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param", "ValueType", "Wrong",
-    "command_line", "show",
+    "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param", "ValueType",
+    "Wrong", "command_line", "show",
 ]  # fmt: skip
 
 
@@ -260,6 +260,43 @@ BOOLEAN: ValueType = _Boolean("true or false", "BOOLEAN")
 TEXT: ValueType = _Text("a string", "TEXT")
 NUMBERS: ValueType = _Numbers(
     "a non-empty array of numbers, e.g. [1.0, 1.5]", "X,Y,...", "comma-separated numbers, e.g. 1.0,1.5,2.0"
+)
+
+
+class _Integers(ValueType):
+    """A non-empty list of non-negative integers: ``[16, 24, 24]`` in TOML, ``16,24,24`` typed or recorded."""
+
+    def from_toml(self, value: object) -> tuple[int, ...]:
+        if not isinstance(value, list) or not value:
+            raise Wrong(self.expected)
+        try:
+            out = tuple(INTEGER.from_toml(v) for v in value)
+        except Wrong:
+            raise Wrong(self.expected) from None
+        if any(v < 0 for v in out):
+            raise Wrong(self.expected)
+        return out
+
+    def from_text(self, text: str) -> tuple[int, ...]:
+        if not isinstance(text, str) or not re.fullmatch(r"\s*[0-9]+\s*(,\s*[0-9]+\s*)*", text):
+            raise Wrong(self.expected)
+        return tuple(int(v) for v in text.split(","))
+
+    def from_value(self, value: object) -> tuple[int, ...]:
+        if isinstance(value, (list, tuple)):
+            return tuple(INTEGER.from_value(v) for v in value)
+        if _is_int(value):
+            return (int(value),)  # type: ignore[call-overload]
+        return self.from_text(value)  # type: ignore[arg-type]
+
+    def spell(self, value: Any) -> str:
+        return ",".join(str(int(v)) for v in value)
+
+
+INTEGERS: ValueType = _Integers(
+    "a non-empty array of non-negative integers, e.g. [16, 24, 24]",
+    "N,N,...",
+    "comma-separated integers, e.g. 16,24,24",
 )
 GRID: ValueType = _Grid(
     'H, "HxW" or [H, W] (positive integers, e.g. 14, "16x24" or [16, 24])',

@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Union
 
-from .errors import FormatError
+from .errors import FormatError, SpecError
 from .formats import FORMATS, by_name, companion_path, infer
 from .formats.limits import Budget
 from .table import Table
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["PathLike", "load", "names", "open_regular"]
+__all__ = ["PathLike", "existing", "load", "names", "open_regular"]
 
 
 def load(path: PathLike, *, format: str | None = None, max_memory: int | None = None, part: str | None = None) -> Table:
@@ -74,6 +74,16 @@ def names(path: PathLike, *, format: str | None = None) -> list[str] | None:
         return None
     with _naming(path), open_regular(path) as fp:
         return fmt.names(fp)
+
+
+def existing(path: PathLike, param: str, what: str) -> Path:
+    """``path`` as a ``Path`` when something is there; ``SpecError`` (``param``: a usage error, exit 2) naming
+    ``what`` otherwise. For files named by an option (``--bias``, ``--config``): a file that is not there is a
+    mistake in the command, one that cannot be read a failure (:func:`load` raises ``FormatError``)."""
+    file = Path(os.fspath(path))
+    if not os.path.lexists(file):
+        raise SpecError(f"{what} {str(file)!r} does not exist", param=param)
+    return file
 
 
 @contextlib.contextmanager

@@ -10,6 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+#: Model configs that samples are made from (an .npz records the fields it read, not the path).
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
+
 #: One ``posenc`` argument vector per sample; the file name after ``-o`` is written into the samples directory.
 SAMPLES = [
     ["generate", "-n", "16", "-d", "8", "-o", "pe.npy"],
@@ -31,6 +34,7 @@ SAMPLES = [
     ["generate", "-n", "16", "-d", "8", "--lang", "c++", "--namespace", "posenc", "--align", "16", "-o", "pe.hpp",
      "--format", "h"],
     ["relative", "--scheme", "t5", "-q", "16", "-o", "t5_buckets.h"],
+    ["rope", "--config", str(CONFIGS / "llama-3.1-8b"), "-n", "16", "-o", "rope_llama31_from_config.npz"],
     ["window", "--scheme", "swin", "-w", "7", "-o", "swin_index.h"],
 ]
 

@@ -190,7 +190,7 @@ def test_command_line_spells_every_option_so_that_the_cli_reads_it_back(tmp_path
     for entry, (_, command) in zip(manifest.entries, ENTRIES, strict=True):
         line = shlex.split(entry.command_line)
         assert line[:2] == ["posenc", entry.command] and line[-2:] == ["-o", Path(command.split()[-1]).name]
-        context = cli.commands[entry.command].make_context(entry.command, line[2:])  # type: ignore[union-attr]
+        context = cli.commands[entry.command].make_context(entry.command, line[2:], help_option_names=["-h", "--help"])  # type: ignore[union-attr]
         assert context.params["output"] == entry.path.name
 
 

@@ -41,6 +41,10 @@ SAMPLES = {
         {"seq_len": 6, "head_dim": 4, "scaling": "longrope", "factor": 2.0, "original_max_positions": 4,
          "max_positions": 8, "short_factor": (1.0, 1.5), "long_factor": (2.0, 3.0), "dtype": "bfloat16"},
         {"seq_len": 6, "head_dim": 8, "scaling": "dynamic", "factor": 2.0, "max_positions": 4},
+        {"seq_len": 6, "head_dim": 16, "rotary_dim": 8, "layout": "half-width", "theta": 500.0},
+        {"seq_len": 6, "head_dim": 4, "scaling": "longrope", "original_max_positions": 4, "max_positions": 8,
+         "short_factor": (1.0, 1.5), "long_factor": (2.0, 3.0), "longrope_pair": True},
+        {"seq_len": 5, "head_dim": 16, "scaling": "proportional", "rotary_dim": 8, "factor": 2.0},
     ],
     "alibi": [
         {"heads": 6}, {"heads": 12, "seq_len": 5, "dtype": "float16"}, {"heads": 12, "seq_len": 5, "variant": "mpt"},
@@ -147,7 +151,7 @@ def test_the_recorded_command_reads_back_to_the_same_options(command, tmp_path):
     for number, values in enumerate(SAMPLES[command]):
         given = [(p, values.get(p.name, p.default)) for p in kind.keys if p.name != "name"]
         words = shlex.split(command_line(command, [], given, f"t{number}.h"))
-        context = cli.commands[command].make_context(command, words[2:])
+        context = cli.commands[command].make_context(command, words[2:], help_option_names=["-h", "--help"])
         for param in kind.inputs:
             want = values.get(param.name, param.default)
             assert context.params[param.name] == want, (param.name, words)

@@ -7,8 +7,10 @@ The model (``LlamaRotaryEmbedding`` and ``ROPE_INIT_FUNCTIONS`` in ``modeling_ro
     sin[p, j]   = attention_scaling * sin(p * inv_freq[k(j)])
 
 ``k(j) = j mod head_dim/2`` for the ``half`` layout (HF/GPT-NeoX ``rotate_half``: ``cat(freqs, freqs)``) and
-``j // 2`` for ``interleaved`` (GPT-J, llama.cpp normal mode: each frequency twice side by side).  The scaling
-modes give the multiplier ``m_k``, the base and ``attention_scaling`` (1 unless said otherwise):
+``j // 2`` for ``interleaved`` (GPT-J, llama.cpp normal mode: each frequency twice side by side); ``half-width``
+is each frequency once, ``k(j) = j`` for ``j < head_dim/2``: the ``(seq, head_dim/2)`` caches of the ONNX
+``RotaryEmbedding`` op, ONNX Runtime's ``RotaryEmbedding``/``GroupQueryAttention`` and TensorRT's rotary layer.
+The scaling modes give the multiplier ``m_k``, the base and ``attention_scaling`` (1 unless said otherwise):
 
 ``none``
     ``m_k = 1`` (HF's ``compute_default_rope_parameters``).
@@ -30,6 +32,10 @@ modes give the multiplier ``m_k``, the base and ``attention_scaling`` (1 unless 
     low_freq_factor``, else ``(1 - s) / factor + s`` with ``s = (original_max_positions / wavelen_k -
     low_freq_factor) / (high_freq_factor - low_freq_factor)``; this ``s`` (a transcendental number) is taken to
     80 significant digits, and that rational is the multiplier.
+``proportional`` (Gemma 4)
+    ``m_k = 1 / factor`` (default 1) for the first ``angles = rotary_dim / 2`` frequencies, still over ``head_dim``
+    (``theta**(-2k / head_dim)``), and frequency 0 for the rest: the caches stay ``head_dim`` wide, with cos 1 and sin
+    0 in the dimensions not rotated (HF's ``_compute_proportional_rope_parameters``).
 ``longrope``
     ``m_k = 1 / long_factor[k]`` when ``seq_len > original_max_positions``, else ``1 / short_factor[k]``;
     ``attention_scaling``: ``attention_factor`` if given, else ``sqrt(1 + ln(factor) / ln(original_max_positions))``
@@ -67,10 +73,12 @@ from posenc_cli.encodings._exact import pi_decimal
 from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, prepare_rows, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
-__all__ = ["LAYOUTS", "SCALINGS", "RopeSpec", "cache_rows", "inv_freq", "resolve"]
+__all__ = [
+    "LAYOUTS", "SCALINGS", "RopeSpec", "cache_rows", "columns", "frequencies", "inv_freq", "resolve", "width"
+]  # fmt: skip
 
-LAYOUTS = ("half", "interleaved")
-SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3", "longrope")
+LAYOUTS = ("half", "interleaved", "half-width")
+SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
 MAX_HEAD_DIM = 2**16
 
 #: Which optional parameters each scaling mode reads (others given with it are refused: they would be ignored).
@@ -95,6 +103,7 @@ USES: dict[str, frozenset[str]] = {
     "longrope": frozenset(
         {"factor", "original_max_positions", "max_positions", "short_factor", "long_factor", "attention_factor"}
     ),
+    "proportional": frozenset({"factor"}),
 }
 #: Parameters a mode cannot do without.
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -120,6 +129,8 @@ class RopeSpec:
     attention_scaling: float
     fold_scaling: bool = True
     given: dict[str, object] = field(default_factory=dict, compare=False)
+    #: proportional: the frequencies rotated (``k < angles``); the others are 0 (cos 1, sin 0). ``None``: all.
+    angles: int | None = None
 
     @property
     def amplitude(self) -> float:
@@ -216,8 +227,13 @@ def resolve(
     attention_factor: float | None = None,
     short_factor: Sequence[float] | None = None,
     long_factor: Sequence[float] | None = None,
+    longrope_cache: str | None = None,
+    angles: int | None = None,
 ) -> RopeSpec:
     """Check the parameters of a RoPE cache (names as HF's ``rope_parameters``) and work out what they give.
+
+    ``longrope_cache`` (``"short"`` or ``"long"``) takes that factor list whatever ``seq_len`` is: the two caches a
+    runtime bakes (ONNX Runtime GenAI's ``cos_cache_short``/``cos_cache_long``); by default HF's rule picks one.
 
     Raises :class:`SpecError` naming the parameter: an unknown ``layout``/``scaling``, a parameter the mode does
     not read (it would silently do nothing), a missing one, or a value outside its domain.
@@ -277,10 +293,17 @@ def resolve(
     elif scaling == "llama3":
         mults = _llama3(theta, head_dim, clean)
     elif scaling == "longrope":
-        mults, attention = _longrope(seq_len, clean)
+        mults, attention = _longrope(seq_len, clean, longrope_cache)
+    elif scaling == "proportional":
+        f = 1.0 if f is None else f
+        mults = (1 / Fraction(f),) * h
+    if angles is not None and (scaling != "proportional" or not 0 <= angles <= h):
+        raise SpecError(f"angles applies to proportional scaling, from 0 to head_dim/2 = {h}", param="rotary_dim")
     if mults is not None and all(m == 1 for m in mults):
         mults = None
-    return RopeSpec(seq_len, head_dim, theta, layout, scaling, base, mults, attention, bool(fold_scaling), clean)
+    return RopeSpec(
+        seq_len, head_dim, theta, layout, scaling, base, mults, attention, bool(fold_scaling), clean, angles
+    )
 
 
 def _dynamic_base(theta: float, factor: float, seq_len: int, max_positions: int, dim: int) -> float:
@@ -353,9 +376,10 @@ def _llama3(theta: float, dim: int, p: dict[str, object]) -> tuple[Fraction, ...
     return tuple(mults)
 
 
-def _longrope(seq_len: int, p: dict[str, object]) -> tuple[tuple[Fraction, ...], float]:
+def _longrope(seq_len: int, p: dict[str, object], cache: str | None) -> tuple[tuple[Fraction, ...], float]:
     original = _num(p, "original_max_positions")
-    ext = p["long_factor"] if seq_len > original else p["short_factor"]
+    long = seq_len > original if cache is None else cache == "long"
+    ext = p["long_factor"] if long else p["short_factor"]
     assert isinstance(ext, tuple)
     mults = tuple(1 / Fraction(e) for e in ext)
     attention = _opt(p, "attention_factor")
@@ -376,11 +400,36 @@ def _longrope(seq_len: int, p: dict[str, object]) -> tuple[tuple[Fraction, ...],
 
 
 # ---------------------------------------------------------------------------------------------------- values
-def _columns(spec: RopeSpec, trig: str) -> list[tuple[int, str] | None]:
+def frequencies(spec: RopeSpec) -> list[int]:
+    """Column ``j``'s frequency index ``k(j)`` of the caches (the layout's order)."""
     h = spec.head_dim // 2
     if spec.layout == "half":
-        return [(j % h, trig) for j in range(spec.head_dim)]
-    return [(j // 2, trig) for j in range(spec.head_dim)]
+        return [j % h for j in range(spec.head_dim)]
+    if spec.layout == "half-width":
+        return list(range(h))
+    return [j // 2 for j in range(spec.head_dim)]
+
+
+def columns(spec: RopeSpec, trig: str) -> list[tuple[int, str] | None]:
+    """Column ``j`` of the ``cos`` or ``sin`` cache: ``(k(j), trig)``, or ``None`` for a frequency of 0 (proportional
+    RoPE's unrotated dimensions, filled with cos 1 and sin 0 by :func:`cache_rows`)."""
+    top = spec.head_dim if spec.angles is None else spec.angles
+    return [(k, trig) if k < top else None for k in frequencies(spec)]
+
+
+def _with_ones(spec: RopeSpec, part: str, rows: np.ndarray, element: ElementType) -> np.ndarray:
+    """A zero frequency's cosine is 1 (times the amplitude): the columns :func:`columns` left at 0."""
+    if spec.angles is None or part != "cos":
+        return rows
+    one = element.from_exact(Fraction(spec.amplitude))
+    unrotated = [j for j, c in enumerate(columns(spec, part)) if c is None]
+    rows[:, unrotated] = one
+    return rows
+
+
+def width(spec: RopeSpec) -> int:
+    """The caches' number of columns: ``head_dim``, or ``head_dim / 2`` for the ``half-width`` layout."""
+    return spec.head_dim // 2 if spec.layout == "half-width" else spec.head_dim
 
 
 def cache_rows(
@@ -394,10 +443,11 @@ def cache_rows(
     zero_point: int | None = None,
 ) -> np.ndarray:
     """Rows ``first_row .. stop_row - 1`` of the ``cos`` or ``sin`` cache, in the output type's storage."""
-    return sinusoid_rows(
-        first_row, stop_row, _columns(spec, part), denom=Fraction(spec.head_dim, 2), base=spec.base,
+    rows = sinusoid_rows(
+        first_row, stop_row, columns(spec, part), denom=Fraction(spec.head_dim, 2), base=spec.base,
         scale=spec.amplitude, dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=spec.mults,
     )  # fmt: skip
+    return _with_ones(spec, part, rows, ElementType.of(dtype, scale=quant_scale, zero_point=zero_point))
 
 
 def cache_rows_of(
@@ -410,10 +460,14 @@ def cache_rows_of(
 ) -> Callable[[int, int], np.ndarray]:
     """``rows(lo, hi)``: blocks of the ``cos`` or ``sin`` cache, each bit-identical to :func:`cache_rows` of the same
     rows, with the parameters checked once, here, and never again per block."""
-    return prepare_rows(
-        spec.seq_len, _columns(spec, part), denom=Fraction(spec.head_dim, 2), base=spec.base, scale=spec.amplitude,
+    rows = prepare_rows(
+        spec.seq_len, columns(spec, part), denom=Fraction(spec.head_dim, 2), base=spec.base, scale=spec.amplitude,
         dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=spec.mults,
     )  # fmt: skip
+    if spec.angles is None or part != "cos":
+        return rows
+    element = ElementType.of(dtype, scale=quant_scale, zero_point=zero_point)
+    return lambda lo, hi: _with_ones(spec, part, rows(lo, hi), element)
 
 
 def inv_freq(
@@ -425,6 +479,9 @@ def inv_freq(
     out = np.empty(spec.head_dim // 2, element.storage)
     for k in range(len(out)):
         m = Fraction(1) if spec.mults is None else spec.mults[k]
+        if spec.angles is not None and k >= spec.angles:  # proportional: not rotated
+            out[k] = element.from_exact(Fraction(0))
+            continue
         if k == 0:
             out[k] = element.from_exact(m)
             continue

@@ -27,8 +27,22 @@ from .limits import MAX_DIMS
 MAX_COMMENT_LINES = 1000
 #: The parameters that are text whatever their value looks like (``short_factor: 1.0`` for head_dim 2).
 TEXT_PARAMS = frozenset(
-    {"dtype", "layout", "preset", "scaling", "odd", "freq", "short_factor", "long_factor", "converted_from", "part",
-     "scheme", "variant", "bias_key", "bias_sha256"}
+    {
+        "dtype",
+        "layout",
+        "preset",
+        "scaling",
+        "odd",
+        "freq",
+        "short_factor",
+        "long_factor",
+        "converted_from",
+        "part",
+        "scheme",
+        "variant",
+        "bias_key",
+        "bias_sha256",
+    }
 )
 
 DID_NOT_WRITE = "a C file posenc did not write"

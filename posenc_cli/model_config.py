@@ -1,0 +1,253 @@
+"""A model's ``config.json`` read as HF transformers reads its RoPE: ``posenc rope --config``.
+
+:func:`rope_settings` gives :func:`posenc_cli.make.rope`'s keywords for the config (a file, or a folder holding
+``config.json``) and the fields it took them from. It follows transformers 5's ``RotaryEmbeddingConfigMixin``
+(``standardize_rope_params`` and the ``_compute_*_parameters`` functions) and the model configs that rename fields:
+
+- the RoPE dict is ``rope_parameters`` (transformers 5) or ``rope_scaling`` (transformers 4), its type
+  ``rope_type`` or ``type`` (``default`` when absent; ``su`` is LongRoPE's old name, ``mrope`` Qwen2-VL's default
+  RoPE with an ``mrope_section``); a dict nested by layer type (``full_attention``, ``sliding_attention``) needs
+  ``layer_type``, as do Gemma 3's transformers-4 configs (``rope_local_base_freq`` is the sliding layers' theta,
+  ``rope_scaling`` applies to the full-attention layers only);
+- ``rope_theta`` in the dict, else at the top (GPT-NeoX: ``rotary_emb_base``), else 10000;
+- the rotary dimension ``int(head_dim * partial_rotary_factor)`` (GPT-NeoX: ``rotary_pct``), with ``head_dim`` the
+  config's (DeepSeek-V2/V3: ``qk_rope_head_dim``) or ``hidden_size // num_attention_heads``;
+- ``original_max_position_embeddings`` of llama3, yarn and longrope from the top level first (Phi-3), then the dict,
+  then ``max_position_embeddings``; ``max_position_embeddings`` is dynamic's and longrope's ``max_positions`` and the
+  default ``seq_len``;
+- a multimodal config's ``text_config`` holds the language model's fields; an ``mrope_section`` is Qwen2-VL's
+  M-RoPE, interleaved with ``mrope_interleaved`` or for Qwen3-VL (whose rotary class always interleaves).
+
+The file is untrusted: at most :data:`~posenc_cli.formats.limits.MAX_METADATA` bytes of strict JSON (no NaN, no
+duplicate keys, nesting limited), a regular file; every value is checked by the API as if typed. A config without
+RoPE fields, or with a rope type posenc does not make, is refused naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import FormatError, SpecError
+from .formats.limits import MAX_METADATA, check_nesting
+from .read import PathLike, existing, open_regular
+
+__all__ = ["KNOWN_TYPES", "RopeConfig", "rope_settings"]
+
+#: HF rope types posenc makes, and the scaling mode each is (``su``: LongRoPE's first name).
+KNOWN_TYPES = {
+    "default": "none", "mrope": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn",
+    "llama3": "llama3", "longrope": "longrope", "su": "longrope", "proportional": "proportional",
+}  # fmt: skip
+#: Each mode's keys of the RoPE dict, by the name :func:`posenc_cli.make.rope` takes.
+_KEYS = {
+    "none": {},
+    "linear": {"factor": "factor"},
+    "dynamic": {"factor": "factor"},
+    "yarn": {
+        "factor": "factor", "beta_fast": "beta_fast", "beta_slow": "beta_slow", "mscale": "mscale",
+        "mscale_all_dim": "mscale_all_dim", "attention_factor": "attention_factor", "truncate": "truncate",
+    },
+    "llama3": {"factor": "factor", "low_freq_factor": "low_freq_factor", "high_freq_factor": "high_freq_factor"},
+    "longrope": {
+        "factor": "factor", "short_factor": "short_factor", "long_factor": "long_factor",
+        "attention_factor": "attention_factor",
+    },
+    "proportional": {"factor": "factor"},
+}  # fmt: skip
+LAYER_TYPES = ("full_attention", "sliding_attention")
+#: The defaults of model config classes that published configs rely on (Gemma-3-4b-it's ``text_config`` gives no
+#: theta, head_dim or length: ``Gemma3TextConfig``'s defaults apply).
+_CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "head_dim": 256, "rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0, "max_position_embeddings": 131072,
+    },
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """What a config gives: ``settings`` (``make.rope`` keywords), ``fields`` (the config fields read, dotted),
+    and ``seq_len`` (its ``max_position_embeddings``, or ``None``)."""
+
+    settings: dict[str, Any]
+    fields: tuple[str, ...]
+    seq_len: int | None
+
+
+def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
+    file = existing(path, "config", "the config")
+    if file.is_dir():
+        file = existing(file / "config.json", "config", "the model folder's config")
+
+    def strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"key {key!r} appears twice")
+            out[key] = value
+        return out
+
+    def no_constant(name: str) -> None:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        with open_regular(file) as fp:
+            data = fp.read(MAX_METADATA + 1)
+    except OSError as exc:
+        raise FormatError(f"cannot read {str(file)!r}: {exc.strerror or exc}") from None
+    except FormatError as exc:
+        raise FormatError(f"{str(file)!r}: {exc}") from None
+    if len(data) > MAX_METADATA:
+        raise FormatError(f"{str(file)!r} is larger than the {MAX_METADATA} bytes a config.json may take")
+    try:
+        check_nesting(data, "config.json")
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=strict, parse_constant=no_constant)
+    except FormatError as exc:
+        raise FormatError(f"{str(file)!r}: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FormatError(f"{str(file)!r} is not a valid config.json ({exc})") from None
+    if not isinstance(doc, dict):
+        raise FormatError(f"{str(file)!r} is not a config.json: it does not hold a JSON object")
+    return file, doc
+
+
+def _number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpecError(f"the config's {name} must be a number, got {value!r}", param="config")
+    return float(value)
+
+
+def _count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"the config's {name} must be a positive integer, got {value!r}", param="config")
+    return value
+
+
+def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfig:
+    """Read ``path`` (a ``config.json``, or the folder of one) as transformers reads its RoPE (module docstring).
+
+    Raises :class:`~posenc_cli.errors.SpecError` (``param="config"`` or ``"layer_type"``) for a config without
+    RoPE, an unknown rope type, a missing ``layer_type`` where the config has several, or a field of the wrong
+    type; :class:`~posenc_cli.errors.FormatError` when the file cannot be read as strict JSON.
+    """
+    _, doc = _read(path)
+    fields: list[str] = []
+    prefix = ""
+    c = doc
+    if isinstance(doc.get("text_config"), dict):
+        c, prefix = doc["text_config"], "text_config."
+
+    model_type = c.get("model_type", doc.get("model_type"))
+    defaults = _CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
+
+    def take(key: str, where: dict[str, Any] | None = None, name: str | None = None) -> Any:
+        source = c if where is None else where
+        if key in source and source[key] is not None:
+            fields.append(prefix + (name or key))
+            return source[key]
+        if where is None and key in defaults:  # the config class's default, named as such
+            fields.append(f"{model_type} default {key}")
+            return defaults[key]
+        return None
+
+    rope = take("rope_parameters")
+    spelled = "rope_parameters"
+    if rope is None:
+        rope, spelled = take("rope_scaling"), "rope_scaling"
+    rope = {} if rope is None else rope
+    if not isinstance(rope, dict):
+        raise SpecError(f"the config's {spelled} must be an object, got {rope!r}", param="config")
+    local = take("rope_local_base_freq")
+    nested = [key for key in rope if key in LAYER_TYPES]
+    if nested or local is not None:
+        types = nested or list(LAYER_TYPES)
+        if layer_type is None:
+            raise SpecError(
+                f"the config gives RoPE per layer type ({', '.join(types)}): choose one with --layer-type",
+                param="layer_type",
+            )
+        if layer_type not in types:
+            raise SpecError(f"layer_type must be one of {', '.join(types)}, got {layer_type!r}", param="layer_type")
+        if nested:
+            rope, spelled = rope[layer_type] or {}, f"{spelled}.{layer_type}"
+        elif layer_type == "sliding_attention":  # Gemma 3 (transformers 4): default RoPE at rope_local_base_freq
+            rope, spelled = {"rope_type": "default", "rope_theta": local}, "rope_local_base_freq"
+    elif layer_type is not None:
+        raise SpecError("layer_type applies to configs with RoPE per layer type; this one has one", param="layer_type")
+    if not isinstance(rope, dict):
+        raise SpecError(f"the config's {spelled} must be an object, got {rope!r}", param="config")
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if kind not in KNOWN_TYPES:
+        known = ", ".join(KNOWN_TYPES)
+        raise SpecError(f"the config's rope type {kind!r} is not one posenc makes; it makes {known}", param="config")
+    scaling = KNOWN_TYPES[kind]
+    theta = rope.get("rope_theta")
+    if theta is not None:
+        fields.append(f"{prefix}{spelled}.rope_theta" if spelled != "rope_local_base_freq" else prefix + spelled)
+    else:
+        theta = take("rope_theta")
+        if theta is None:
+            theta = take("rotary_emb_base")
+    if theta is None and not rope and "rotary_pct" not in c:
+        raise SpecError(
+            "the config has no RoPE fields (rope_parameters, rope_scaling, rope_theta, rotary_emb_base): is it a "
+            "RoPE model's config.json?",
+            param="config",
+        )
+    head_dim = None
+    if isinstance(model_type, str) and model_type.startswith("deepseek"):
+        head_dim = take("qk_rope_head_dim")
+    elif isinstance(model_type, str) and model_type.startswith("gemma4") and layer_type == "full_attention":
+        head_dim = take("global_head_dim")  # Gemma 4's full-attention layers have their own head_dim
+    head_dim = head_dim if head_dim is not None else take("head_dim")
+    if head_dim is None:
+        hidden, heads = take("hidden_size"), take("num_attention_heads")
+        if hidden is None or heads is None:
+            raise SpecError("the config gives neither head_dim nor hidden_size and num_attention_heads", param="config")
+        head_dim = _count(hidden, "hidden_size") // _count(heads, "num_attention_heads")
+    head_dim = _count(head_dim, "head_dim")
+    partial = rope.get("partial_rotary_factor")
+    if partial is not None:
+        fields.append(f"{prefix}{spelled}.partial_rotary_factor")
+    else:
+        partial = take("partial_rotary_factor")
+        if partial is None:
+            partial = take("rotary_pct")
+    settings: dict[str, Any] = {"head_dim": head_dim, "scaling": scaling}
+    if theta is not None:
+        settings["theta"] = _number(theta, "rope_theta")
+    if partial is not None and _number(partial, "partial_rotary_factor") != 1.0:
+        if scaling == "proportional":  # HF: rope_angles = int(partial * head_dim // 2)
+            settings["rotary_dim"] = 2 * int(float(partial) * head_dim // 2)
+        else:  # HF: dim = int(head_dim * partial)
+            settings["rotary_dim"] = int(head_dim * float(partial))
+    for key, name in _KEYS[scaling].items():
+        if rope.get(key) is not None:
+            fields.append(f"{prefix}{spelled}.{key}")
+            settings[name] = rope[key]
+    max_positions = take("max_position_embeddings")
+    if scaling in ("yarn", "llama3", "longrope"):
+        original = take("original_max_position_embeddings")  # Phi-3: the top level comes first
+        if original is None and rope.get("original_max_position_embeddings") is not None:
+            fields.append(f"{prefix}{spelled}.original_max_position_embeddings")
+            original = rope["original_max_position_embeddings"]
+        settings["original_max_positions"] = original if original is not None else max_positions
+        if scaling == "yarn" and settings.get("factor") is None and max_positions is not None:
+            settings["max_positions"] = max_positions  # HF: factor = max_position_embeddings / original
+    if scaling in ("dynamic", "longrope") and max_positions is not None:
+        settings["max_positions"] = max_positions
+    if rope.get("mrope_section") is not None:
+        fields.append(f"{prefix}{spelled}.mrope_section")
+        settings["mrope_section"] = rope["mrope_section"]
+        if rope.get("mrope_interleaved"):
+            fields.append(f"{prefix}{spelled}.mrope_interleaved")
+            settings["mrope_interleaved"] = True
+        elif isinstance(model_type, str) and model_type.startswith("qwen3_vl"):  # interleaved by its class
+            fields.append(prefix + "model_type")
+            settings["mrope_interleaved"] = True
+    seq_len = _count(max_positions, "max_position_embeddings") if max_positions is not None else None
+    return RopeConfig(settings, tuple(dict.fromkeys(fields)), seq_len)

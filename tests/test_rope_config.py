@@ -1,0 +1,284 @@
+"""RoPE as the model configured it (issue #15): --config, --rotary-dim, --position-ids, M-RoPE, --layout half-width,
+--longrope-pair. The caches against HF's own rotary classes are in test_rope_config_goldens.py; here each form is
+checked against its definition written out independently, and the config reader against configs as published."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from posenc_cli import api
+from posenc_cli.cli import cli
+from posenc_cli.errors import FormatError, SpecError
+from posenc_cli.model_config import rope_settings
+from tests.test_kinds import one_line
+
+
+def run(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def write(tmp_path, name: str, doc: dict) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(doc))
+    return str(folder)
+
+
+# --------------------------------------------------------------------------------------------- the forms
+def test_rotary_dim_is_the_cache_of_the_first_dimensions():
+    part = api.rope(16, 128, rotary_dim=32)
+    whole = api.rope(16, 32)
+    assert part.arrays["cos"].shape == (16, 32) and (part.arrays["cos"] == whole.arrays["cos"]).all()
+    assert (part.params["head_dim"], part.params["rotary_dim"]) == (128, 32)
+    for bad in (0, 3, 130, True):
+        with pytest.raises(SpecError) as info:
+            api.rope(4, 128, rotary_dim=bad)
+        assert info.value.param == "rotary_dim"
+
+
+def test_half_width_holds_each_frequency_once():
+    half = api.rope(12, 64, scaling="linear", factor=2.0)
+    width = api.rope(12, 64, scaling="linear", factor=2.0, layout="half-width")
+    assert width.arrays["cos"].shape == (12, 32)
+    assert (width.arrays["cos"] == half.arrays["cos"][:, :32]).all()
+    assert (width.arrays["sin"] == half.arrays["sin"][:, 32:]).all()
+
+
+def test_position_ids_are_the_rows_at_those_positions():
+    ids = np.array([3, 4, 5, 0, 1, 2, 9, 9, 200])
+    table = api.rope(head_dim=16, position_ids=ids)
+    full = api.rope(201, 16)
+    for part in ("cos", "sin"):
+        assert (table.arrays[part] == full.arrays[part][ids]).all()
+    assert table.params["seq_len"] == 9 and "position_ids_sha256" in table.params
+
+
+def test_dynamic_scaling_at_position_ids_is_evaluated_at_the_largest_plus_one():
+    """HF's dynamic_rope_update computes the base at max(position_ids) + 1."""
+    ids = np.array([0, 5000, 10])
+    table = api.rope(head_dim=32, position_ids=ids, scaling="dynamic", factor=2.0, max_positions=2048)
+    full = api.rope(5001, 32, scaling="dynamic", factor=2.0, max_positions=2048)
+    assert (table.arrays["cos"] == full.arrays["cos"][ids]).all()
+
+
+def mrope_reference(caches: list[np.ndarray], section: list[int]) -> np.ndarray:
+    """HF apply_multimodal_rotary_pos_emb: split the last axis by section * 2, chunk i from row i % 3."""
+    bounds = np.cumsum(section * 2)[:-1]
+    chunks = [np.split(c, bounds, axis=-1) for c in caches]
+    return np.concatenate([chunks[i % 3][i] for i in range(len(section) * 2)], axis=-1)
+
+
+def interleaved_reference(caches: list[np.ndarray], section: list[int]) -> np.ndarray:
+    """HF (Qwen3-VL) apply_interleaved_mrope on the frequencies, then cat(freqs, freqs): t, h, w interleaved."""
+    half = caches[0].shape[-1] // 2
+    out = caches[0][:, :half].copy()
+    for axis, offset in ((1, 1), (2, 2)):
+        index = slice(offset, section[axis] * 3, 3)
+        out[:, index] = caches[axis][:, :half][:, index]
+    return np.concatenate([out, out], axis=-1)
+
+
+@pytest.mark.parametrize(("section", "interleaved"), [([2, 3, 3], False), ([4, 2, 2], True), ([0, 4, 4], False)])
+def test_mrope_recomposes_the_three_caches_as_hf_does(section, interleaved):
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 50, size=(3, 20))
+    table = api.rope(head_dim=16, position_ids=ids, mrope_section=section, mrope_interleaved=interleaved)
+    full = api.rope(50, 16)
+    for part in ("cos", "sin"):
+        caches = [full.arrays[part][ids[a]] for a in range(3)]
+        want = interleaved_reference(caches, section) if interleaved else mrope_reference(caches, section)
+        assert (table.arrays[part] == want).all(), part
+
+
+def test_mrope_refusals():
+    with pytest.raises(SpecError, match="add up"):
+        api.rope(head_dim=16, position_ids=np.zeros((3, 4), int), mrope_section=[2, 2, 2])
+    with pytest.raises(SpecError, match=r"\(3, seq\)"):
+        api.rope(head_dim=16, position_ids=np.zeros((2, 4), int), mrope_section=[2, 3, 3])
+    text = api.rope(head_dim=16, position_ids=np.arange(5), mrope_section=[2, 3, 3])  # (seq,): every axis alike
+    assert (text.arrays["cos"] == api.rope(5, 16).arrays["cos"]).all()
+    with pytest.raises(SpecError, match="integers"):
+        api.rope(head_dim=16, position_ids=np.zeros(4))
+    with pytest.raises(SpecError, match="0 to"):
+        api.rope(head_dim=16, position_ids=np.array([-1, 0]))
+
+
+def test_longrope_pair_is_both_caches():
+    h = 8
+    kw = dict(scaling="longrope", original_max_positions=64, max_positions=256,
+              short_factor=[1.0 + k / 10 for k in range(h)], long_factor=[2.0 + k for k in range(h)])  # fmt: skip
+    pair = api.rope(16, 2 * h, longrope_pair=True, **kw)
+    short, long = api.rope(16, 2 * h, **kw), api.rope(100, 2 * h, **kw)
+    assert {"cos_short", "sin_short", "inv_freq_short", "cos_long", "sin_long", "inv_freq_long"} == set(pair.arrays)
+    assert (pair.arrays["cos_short"] == short.arrays["cos"]).all()
+    assert (pair.arrays["cos_long"] == long.arrays["cos"][:16]).all()
+    assert (pair.arrays["inv_freq_long"] == long.arrays["inv_freq"]).all()
+    with pytest.raises(SpecError) as info:
+        api.rope(16, 8, longrope_pair=True)
+    assert info.value.param == "longrope_pair"
+
+
+@pytest.mark.parametrize(("rotary_dim", "factor"), [(16, None), (32, 8.0), (None, 2.0)])
+def test_proportional_rotates_the_first_frequencies_over_head_dim_and_leaves_the_rest(rotary_dim, factor):
+    """HF's _compute_proportional_rope_parameters: theta**(-2k/head_dim)/factor for k < rotary_dim/2, then 0."""
+    table = api.rope(10, 64, scaling="proportional", rotary_dim=rotary_dim, factor=factor)
+    angles = (rotary_dim or 64) // 2
+    linear = api.rope(10, 64, scaling="linear", factor=factor or 1.0)
+    cos, sin = table.arrays["cos"], table.arrays["sin"]
+    assert cos.shape == (10, 64)
+    for half in (0, 32):
+        rotated = slice(half, half + angles)
+        assert (cos[:, rotated] == linear.arrays["cos"][:, rotated]).all()
+        assert (sin[:, rotated] == linear.arrays["sin"][:, rotated]).all()
+        assert (cos[:, half + angles : half + 32] == 1).all() and (sin[:, half + angles : half + 32] == 0).all()
+    assert (table.arrays["inv_freq"][angles:] == 0).all()
+    assert (table.arrays["inv_freq"][:angles] == linear.arrays["inv_freq"][:angles]).all()
+
+
+def test_proportional_from_a_config(tmp_path):
+    rope = {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25}
+    doc = {"model_type": "gemma4_text", "head_dim": 64, "max_position_embeddings": 8, "rope_parameters": rope}
+    table = api.rope(config=write(tmp_path, "g4", doc))
+    assert table.params["scaling"] == "proportional" and table.params["rotary_dim"] == 16
+    assert table.arrays["cos"].shape == (8, 64)
+
+
+# --------------------------------------------------------------------------------------------- config.json
+LLAMA31 = {
+    "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+    "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("doc", "layer_type", "want"),
+    [
+        (LLAMA31, None, {"head_dim": 128, "theta": 500000.0, "scaling": "llama3", "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_positions": 8192}),
+        ({"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 32768,
+          "rope_theta": 1000000.0, "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768,
+                                                    "type": "yarn"}},
+         None, {"head_dim": 128, "scaling": "yarn", "factor": 4.0, "original_max_positions": 32768}),
+        ({"model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "rotary_pct": 0.25,
+          "rotary_emb_base": 10000, "max_position_embeddings": 2048},
+         None, {"head_dim": 64, "rotary_dim": 16, "theta": 10000.0, "scaling": "none"}),
+        ({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4,
+          "rope_theta": 10000.0, "max_position_embeddings": 2048},
+         None, {"head_dim": 80, "rotary_dim": 32}),
+        ({"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
+          "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+          "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48}},
+         None, {"scaling": "longrope", "original_max_positions": 4096, "max_positions": 131072}),
+        ({"model_type": "gemma3_text", "head_dim": 256, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+          "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "max_position_embeddings": 131072},
+         "full_attention", {"head_dim": 256, "theta": 1000000.0, "scaling": "linear", "factor": 8.0}),
+        ({"model_type": "gemma3_text", "head_dim": 256, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+          "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "max_position_embeddings": 131072},
+         "sliding_attention", {"theta": 10000.0, "scaling": "none"}),
+        ({"model_type": "gemma3_text", "head_dim": 256, "max_position_embeddings": 32768,
+          "layer_types": ["sliding_attention", "full_attention"],
+          "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                              "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+         "full_attention", {"theta": 1e6, "scaling": "linear", "factor": 8.0}),
+        ({"model_type": "deepseek_v2", "hidden_size": 2048, "num_attention_heads": 16, "qk_rope_head_dim": 64,
+          "max_position_embeddings": 163840, "rope_theta": 10000,
+          "rope_scaling": {"type": "yarn", "factor": 40, "beta_fast": 32, "beta_slow": 1, "mscale": 0.707,
+                           "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096}},
+         None, {"head_dim": 64, "scaling": "yarn", "factor": 40, "mscale": 0.707, "original_max_positions": 4096}),
+        ({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12, "rope_theta": 1000000.0,
+          "max_position_embeddings": 32768, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
+         None, {"head_dim": 128, "scaling": "none", "mrope_section": [16, 24, 24]}),
+        ({"model_type": "qwen3_vl", "text_config": {"head_dim": 128, "rope_theta": 5000000,
+          "max_position_embeddings": 262144, "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20],
+                                                              "mrope_interleaved": True}}},
+         None, {"head_dim": 128, "mrope_section": [24, 20, 20], "mrope_interleaved": True}),
+    ],
+)  # fmt: skip
+def test_configs_as_published_give_hfs_settings(tmp_path, doc, layer_type, want):
+    got = rope_settings(write(tmp_path, "m", doc), layer_type=layer_type)
+    for key, value in want.items():
+        assert got.settings.get(key) == value, (key, got.settings)
+    assert got.seq_len == (doc.get("text_config") or doc)["max_position_embeddings"]
+    assert all(isinstance(f, str) for f in got.fields) and got.fields
+
+
+@pytest.mark.parametrize(
+    ("doc", "layer_type", "fragment"),
+    [
+        ({"model_type": "bert", "hidden_size": 768}, None, "no RoPE fields"),
+        ({"rope_theta": 1e4, "head_dim": 64, "rope_scaling": {"rope_type": "axial"}}, None, "'axial'"),
+        ({"rope_theta": 1e4, "head_dim": 64, "rope_local_base_freq": 1e4}, None, "--layer-type"),
+        ({"rope_theta": 1e4, "head_dim": 64}, "full_attention", "one"),
+        ({"rope_theta": 1e4, "head_dim": 64, "rope_local_base_freq": 1e4}, "global", "one of"),
+        ({"rope_theta": "big", "head_dim": 64}, None, "rope_theta"),
+        ({"rope_theta": 1e4, "hidden_size": 64}, None, "head_dim"),
+    ],
+)
+def test_configs_posenc_cannot_read_are_one_line(tmp_path, doc, layer_type, fragment):
+    with pytest.raises(SpecError, match=fragment):
+        rope_settings(write(tmp_path, "m", doc), layer_type=layer_type)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (b'{"rope_theta": NaN, "head_dim": 64}', "NaN"),
+        (b'{"rope_theta": 1e4, "rope_theta": 2e4, "head_dim": 64}', "twice"),
+        (b"[1, 2]", "JSON object"),
+        (b"\xff\xfe", "valid"),
+        (b"[" * 100 + b"]" * 100, "nest"),
+        (b'{"a": "' + b"x" * (1 << 20) + b'"}', "larger"),
+    ],
+)
+def test_a_hostile_config_is_refused(tmp_path, text, fragment):
+    (tmp_path / "config.json").write_bytes(text)
+    with pytest.raises(FormatError, match=fragment):
+        rope_settings(tmp_path)
+
+
+def test_a_fifo_config_is_refused(tmp_path):
+    os.mkfifo(tmp_path / "config.json")
+    with pytest.raises(FormatError, match="regular file"):
+        rope_settings(tmp_path)
+
+
+def test_cli_config_flags_override_and_the_table_records_the_fields(tmp_path):
+    folder = write(tmp_path, "llama", LLAMA31)
+    out = tmp_path / "r.npz"
+    assert run("rope", "--config", folder, "-n", 32, "-o", out).exit_code == 0
+    table = api.load(out)
+    assert table.params["scaling"] == "llama3" and table.params["theta"] == 500000.0
+    assert "rope_scaling.low_freq_factor" in str(table.params["config_fields"])
+    direct = api.rope(32, 128, theta=500000.0, scaling="llama3", factor=8.0, original_max_positions=8192,
+                      low_freq_factor=1.0, high_freq_factor=4.0)  # fmt: skip
+    assert (table.arrays["cos"] == direct.arrays["cos"]).all()
+    assert run("verify", out).exit_code == 0  # every value recorded: regenerated without the config
+    over = tmp_path / "o.npz"
+    assert run("rope", "--config", folder, "-n", 8, "--scaling", "none", "--theta", 10000, "-o", over).exit_code == 0
+    assert (api.load(over).arrays["cos"] == api.rope(8, 128).arrays["cos"]).all()
+    one_line(run("rope", "--config", tmp_path, "-n", 4, "-o", tmp_path / "x.h"), 2, "config.json", "does not exist")
+
+
+def test_the_default_length_is_the_configs_max_position_embeddings(tmp_path):
+    doc = {"model_type": "gpt_neox", "hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.5,
+           "rotary_emb_base": 10000, "max_position_embeddings": 40}  # fmt: skip
+    table = api.rope(config=write(tmp_path, "neox", doc))
+    assert table.arrays["cos"].shape == (40, 8)
+
+
+def test_a_manifest_takes_config_beside_it_and_its_depfile_lists_it(tmp_path):
+    write(tmp_path, "llama", LLAMA31)
+    manifest = tmp_path / "posenc.toml"
+    manifest.write_text('[[table]]\ncommand = "rope"\noutput = "r.h"\nconfig = "llama/config.json"\nseq_len = 8\n')
+    depfile = tmp_path / "posenc.d"
+    result = run("build", manifest, "--depfile", depfile)
+    assert result.exit_code == 0, result.output
+    assert "llama/config.json" in depfile.read_text()
+    assert api.load(tmp_path / "r.h").params["scaling"] == "llama3"
