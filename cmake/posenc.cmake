@@ -13,7 +13,13 @@
 #
 #   posenc_add_table(<target> SEQ_LEN <n> D_MODEL <d>
 #                    [BASE <b>] [DTYPE float32|float64|float16|bfloat16|q15|q7|int8 [SCALE <s>] [ZERO_POINT <z>]]
-#                    [PRESET <name>] [NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [ARGS <posenc options>...])
+#                    [PRESET <name>] [NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [ARGS <posenc options>...]
+#                    [INPUTS <files>...])
+#   posenc_add_table(<target> COMMAND rope|alibi|sincos2d|relative|window ARGS <its options>...
+#                    [DTYPE <type>] [NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [INPUTS <files>...])
+#
+#   posenc_add_table(app COMMAND rope NAME rope ARGS --config ${CMAKE_CURRENT_SOURCE_DIR}/llama -n 8192
+#                    INPUTS llama/config.json)                  # RoPE caches from the model's config.json
 #
 # Options
 #
@@ -36,6 +42,11 @@
 #               used by several translation units. Default h.
 #   ARGS        Any further options of `posenc generate`, passed as they are (--align 16, --float-literal hex,
 #               --lang c++ --namespace model, --start 2, --c-half-type __fp16, ...); a change regenerates the table.
+#   COMMAND     The posenc command that makes the table: generate (the default, with SEQ_LEN and D_MODEL), or
+#               rope, alibi, sincos2d, relative, window, whose options go in ARGS (SEQ_LEN, D_MODEL, BASE and
+#               PRESET are generate's). The C symbols are <NAME>_<array> for tables of several arrays.
+#   INPUTS      Files the table is made from (a config.json given to --config, a checkpoint given to --bias),
+#               relative to CMAKE_CURRENT_SOURCE_DIR: the table is regenerated when one of them changes.
 #
 # What it creates
 #
@@ -167,17 +178,37 @@ endfunction()
 function(posenc_add_table target)
   set(_fn "posenc_add_table(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 _pe ""
-                        "SEQ_LEN;D_MODEL;BASE;DTYPE;SCALE;ZERO_POINT;PRESET;NAME;OUTPUT_DIR;FORMAT" "ARGS")
+                        "COMMAND;SEQ_LEN;D_MODEL;BASE;DTYPE;SCALE;ZERO_POINT;PRESET;NAME;OUTPUT_DIR;FORMAT"
+                        "ARGS;INPUTS")
   if(_pe_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "${_fn}: unknown arguments '${_pe_UNPARSED_ARGUMENTS}'; allowed: SEQ_LEN <n> "
-                        "D_MODEL <d> [BASE <b>] [DTYPE <type> [SCALE <s>] [ZERO_POINT <z>]] [PRESET <name>] "
-                        "[NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [ARGS <posenc options>...]")
+    message(FATAL_ERROR "${_fn}: unknown arguments '${_pe_UNPARSED_ARGUMENTS}'; allowed: [COMMAND <command>] "
+                        "SEQ_LEN <n> D_MODEL <d> [BASE <b>] [DTYPE <type> [SCALE <s>] [ZERO_POINT <z>]] "
+                        "[PRESET <name>] [NAME <c-name>] [OUTPUT_DIR <dir>] [FORMAT h|c] [ARGS <posenc options>...] "
+                        "[INPUTS <files>...]")
   endif()
   if(_pe_KEYWORDS_MISSING_VALUES)
     message(FATAL_ERROR "${_fn}: ${_pe_KEYWORDS_MISSING_VALUES} needs a value")
   endif()
 
   # Arguments: checked here so that a mistake stops the configure step, not the build.
+  if(NOT DEFINED _pe_COMMAND)
+    set(_pe_COMMAND generate)
+  elseif(NOT _pe_COMMAND MATCHES "^(generate|rope|alibi|sincos2d|relative|window)$")
+    message(FATAL_ERROR "${_fn}: COMMAND must be one of generate, rope, alibi, sincos2d, relative, window, not "
+                        "'${_pe_COMMAND}'")
+  endif()
+  set(_inputs "")
+  foreach(_file IN LISTS _pe_INPUTS)
+    get_filename_component(_file "${_file}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${_file}" OR IS_DIRECTORY "${_file}")
+      message(FATAL_ERROR "${_fn}: INPUTS names ${_file}, which is not a file")
+    endif()
+    list(APPEND _inputs "${_file}")
+  endforeach()
+  if(NOT _pe_COMMAND STREQUAL "generate")
+    _posenc_other_command()
+    return()
+  endif()
   foreach(_key SEQ_LEN D_MODEL)
     if(NOT DEFINED _pe_${_key})
       message(FATAL_ERROR "${_fn}: ${_key} is required (a positive integer)")
@@ -215,6 +246,39 @@ function(posenc_add_table target)
     endif()
     list(APPEND _element --preset ${_pe_PRESET})
   endif()
+  set(_what "${_pe_SEQ_LEN} x ${_pe_D_MODEL} ${_pe_DTYPE}")
+  _posenc_rule(generate -n ${_pe_SEQ_LEN} -d ${_pe_D_MODEL} --base ${_pe_BASE} ${_element})
+endfunction()
+
+# posenc_add_table for COMMAND other than generate: the kind's own options go in ARGS (checked by posenc when it
+# runs); DTYPE, SCALE and ZERO_POINT are passed on as given. A macro: it sets the caller's _pe_* variables.
+macro(_posenc_other_command)
+  foreach(_key SEQ_LEN D_MODEL BASE PRESET)
+    if(DEFINED _pe_${_key})
+      message(FATAL_ERROR "${_fn}: ${_key} is for COMMAND generate; give ${_pe_COMMAND}'s options in ARGS")
+    endif()
+  endforeach()
+  set(_element "")
+  if(DEFINED _pe_DTYPE)
+    if(NOT _pe_DTYPE MATCHES "^(float32|float64|float16|bfloat16|q15|q7|int8|int16|int32|int64)$")
+      message(FATAL_ERROR "${_fn}: DTYPE must be an element type of posenc ${_pe_COMMAND}, not '${_pe_DTYPE}'")
+    endif()
+    list(APPEND _element --dtype ${_pe_DTYPE})
+  endif()
+  foreach(_key SCALE ZERO_POINT)
+    if(DEFINED _pe_${_key})
+      string(TOLOWER "${_key}" _flag)
+      string(REPLACE "_" "-" _flag "${_flag}")
+      list(APPEND _element --${_flag} ${_pe_${_key}})
+    endif()
+  endforeach()
+  set(_what "posenc ${_pe_COMMAND}")
+  _posenc_rule(${_pe_COMMAND} ${_element})
+endmacro()
+
+# The rule of one table: <args> are the command and its table options; the rest comes from the caller's _pe_*.
+macro(_posenc_rule)
+  set(_table_args ${ARGN})
   if(NOT DEFINED _pe_NAME)
     set(_pe_NAME pe)
   elseif(NOT _pe_NAME MATCHES "^[A-Za-z][A-Za-z0-9_]*$")
@@ -267,14 +331,14 @@ function(posenc_add_table target)
   endif()
 
   _posenc_command(_posenc _version)
-  set(_command ${_posenc} generate -n ${_pe_SEQ_LEN} -d ${_pe_D_MODEL} --base ${_pe_BASE} ${_element}
-               --format ${_pe_FORMAT} --name ${_pe_NAME} ${_pe_ARGS} --quiet -o "${_primary}")
+  set(_command ${_posenc} ${_table_args} --format ${_pe_FORMAT} --name ${_pe_NAME} ${_pe_ARGS} --quiet
+               -o "${_primary}")
 
   # One rule per table, driven by a custom target that every target using the table depends on: so the table is
   # generated once even when several targets of this directory use it (make would otherwise run the rule in each
   # target, concurrently, and the later run would make the earlier targets out of date).
-  string(REPLACE ";" " " _extra "${_element};${_pe_ARGS}")
-  set(_key "${_pe_SEQ_LEN};${_pe_D_MODEL};${_pe_BASE};${_pe_NAME};${_pe_FORMAT};${_extra}")
+  string(REPLACE ";" " " _extra "${_table_args};${_pe_ARGS};${_inputs}")
+  set(_key "${_pe_NAME};${_pe_FORMAT};${_extra}")
   set(_owner "${CMAKE_CURRENT_SOURCE_DIR}|${_key}")
   set(_new TRUE)
   foreach(_file IN LISTS _outputs)
@@ -307,7 +371,7 @@ function(posenc_add_table target)
       file(WRITE "${_params}" "${_content}")
     endif()
 
-    set(_depends "${_params}")
+    set(_depends "${_params}" ${_inputs})
     list(GET _posenc 0 _program)
     if(_program STREQUAL POSENC_EXECUTABLE AND EXISTS "${_program}" AND NOT IS_DIRECTORY "${_program}")
       list(APPEND _depends "${_program}")
@@ -330,7 +394,7 @@ function(posenc_add_table target)
       COMMAND ${_command}
       ${_touch}
       DEPENDS ${_depends}
-      COMMENT "Generating posenc table ${_shown} (${_pe_SEQ_LEN} x ${_pe_D_MODEL} ${_pe_DTYPE})"
+      COMMENT "Generating posenc table ${_shown} (${_what})"
       VERBATIM)
 
     set(_driver "posenc_${_pe_NAME}")
@@ -355,4 +419,4 @@ function(posenc_add_table target)
       set_source_files_properties("${_primary}" PROPERTIES LANGUAGE CXX)
     endif()
   endif()
-endfunction()
+endmacro()

@@ -394,3 +394,68 @@ def test_element_types_presets_and_extra_options_reach_the_table(tmp_path, posen
     q15 = subprocess.run([str(build.binary / "types")], capture_output=True, text=True, check=True).stdout.split()[0]
     want = posenc_cli.generate(12, 9, dtype="q15", preset="fairseq", start=3.0).array
     assert q15 == want.astype("<i2").tobytes().hex()
+
+
+def test_a_rope_table_from_a_config_json_is_rebuilt_when_the_config_changes(tmp_path, posenc_wrapper):
+    """COMMAND rope with ARGS --config and the config in INPUTS: the compiled caches are posenc's for the config,
+    and editing config.json (a new rope_theta) regenerates them at the next build."""
+    import json
+
+    require_tool("make")
+    require_tool("gcc")
+    script, log = posenc_wrapper
+    source = tmp_path / "project"
+    (source / "llama").mkdir(parents=True)
+    scaling = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8,
+               "rope_type": "llama3"}  # fmt: skip
+    config = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 32,
+              "rope_theta": 500000.0, "rope_scaling": scaling}  # fmt: skip
+    (source / "llama" / "config.json").write_text(json.dumps(config))
+    (source / "main.c").write_text(
+        '#include <stdio.h>\n#include "rope.h"\n'
+        "int main(void) {\n    const unsigned char *p = (const unsigned char *)rope_cos;\n    unsigned long k;\n"
+        '    for (k = 0; k < sizeof(rope_cos); k++) printf("%02x", p[k]);\n    printf("\\n");\n    return 0;\n}\n'
+    )
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(cfg C)\n"
+        f'include("{MODULE.as_posix()}")\nadd_executable(cfg main.c)\n'
+        'posenc_add_table(cfg COMMAND rope NAME rope ARGS --config "${CMAKE_CURRENT_SOURCE_DIR}/llama" -n 8 '
+        "INPUTS llama/config.json)\n"
+    )
+    build = Build(source, tmp_path / "build", "Unix Makefiles")
+    build.configure(f"-DPOSENC_EXECUTABLE={script}")
+    output = build.build()
+    assert "Generating posenc table posenc/rope.h (posenc rope)" in " ".join(str(output).split())
+
+    def printed() -> str:
+        return subprocess.run([str(build.binary / "cfg")], capture_output=True, text=True, check=True).stdout.strip()
+
+    want = posenc_cli.rope(8, config=source / "llama").arrays["cos"]
+    assert printed() == np.ascontiguousarray(want, "<f4").tobytes().hex()
+    config["rope_theta"] = 10000.0
+    (source / "llama" / "config.json").write_text(json.dumps(config))
+    build.build()
+    want = posenc_cli.rope(8, config=source / "llama").arrays["cos"]
+    assert printed() == np.ascontiguousarray(want, "<f4").tobytes().hex()
+
+
+@pytest.mark.parametrize(
+    ("call", "fragment"),
+    [
+        ("posenc_add_table(app COMMAND xpos ARGS -n 4)", "COMMAND must be one of"),
+        ("posenc_add_table(app COMMAND rope SEQ_LEN 4 ARGS --head-dim 8)", "SEQ_LEN is for COMMAND generate"),
+        ("posenc_add_table(app COMMAND rope ARGS -n 4 --head-dim 8 INPUTS missing.json)", "which is not a file"),
+    ],
+)
+def test_invalid_other_commands_stop_the_configure_step(tmp_path, posenc_wrapper, call, fragment):
+    require_tool("make")
+    script, _ = posenc_wrapper
+    source = tmp_path / "project"
+    source.mkdir()
+    (source / "app.c").write_text("int main(void) { return 0; }\n")
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(bad NONE)\n"
+        f'include("{MODULE.as_posix()}")\nadd_executable(app app.c)\n{call}\n'
+    )
+    result = Build(source, tmp_path / "build", "Unix Makefiles").configure(f"-DPOSENC_EXECUTABLE={script}", check=False)
+    assert result.returncode != 0 and fragment in " ".join(result.stderr.split()), result.stderr
