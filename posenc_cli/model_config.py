@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from .errors import FormatError, SpecError
 from .formats.limits import MAX_METADATA, check_nesting
 from .read import PathLike, existing, open_regular
 
-__all__ = ["KNOWN_TYPES", "RopeConfig", "rope_settings"]
+__all__ = ["KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
 
 #: HF rope types posenc makes, and the scaling mode each is (``su``: LongRoPE's first name).
 KNOWN_TYPES = {
@@ -76,6 +77,12 @@ class RopeConfig:
     settings: dict[str, Any]
     fields: tuple[str, ...]
     seq_len: int | None
+
+
+def config_file(path: PathLike) -> Path:
+    """The file a ``--config`` path names: ``config.json`` in it when it is a folder (a model snapshot)."""
+    file = Path(os.fspath(path))
+    return file / "config.json" if file.is_dir() else file
 
 
 def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:

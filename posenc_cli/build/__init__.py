@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from .. import _atomic, api
+from ..dtypes import element_of
 from ..errors import SpecError
 from ..formats import C_OPTIONS
 from ..table import Table
@@ -94,7 +95,7 @@ def _build_one(entry: Entry, check: bool, progress: Progress | None, force: bool
         table = table.part(o["part"])
     with progress(entry, table) if progress is not None else contextlib.nullcontext(table) as shown:
         files = _write_one(entry, shown, check, force)
-    arrays = {key: (tuple(a.shape), str(table.params.get("dtype", a.dtype))) for key, a in table.arrays.items()}
+    arrays = {key: (tuple(a.shape), element_of(table.params, a.dtype)) for key, a in table.arrays.items()}
     return TableReport(entry, table.kind, table.params, arrays, files)
 
 

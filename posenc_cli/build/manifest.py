@@ -74,6 +74,7 @@ from ..errors import PosencError, PosencWarning, SpecError
 from ..formats import C_OPTIONS
 from ..formats.limits import MAX_NESTING
 from ..kinds import KINDS
+from ..model_config import config_file
 from ..params import Param, Wrong, command_line, show
 from ..table import Table
 
@@ -384,6 +385,8 @@ def _entry(
     for key in KINDS[command].files:
         if options.get(key) is not None:
             inputs[key] = sources / options[key]
+            if key == "config":  # a model folder: the depfile's prerequisite is its config.json
+                inputs[key] = config_file(inputs[key])
             if not allow_outside:
                 check_inside(root, inputs[key], f"{where}: {key} {options[key]!r}")
     with about(where, origins):

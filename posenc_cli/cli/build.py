@@ -22,7 +22,7 @@ from ..kinds import RUN
 from ..table import Table
 from ._run import mapped_errors, notes, say
 from .options import option
-from .write import progress
+from .write import progress, shapes_text
 
 __all__ = ["build_command"]
 
@@ -122,11 +122,10 @@ def build_command(
         return
     if verbose:
         for table in report.tables:
-            shapes = ", ".join(" x ".join(map(str, shape)) for shape, _ in table.arrays.values())
-            dtype = table.params.get("dtype", "")
+            shapes = shapes_text(list(table.arrays.values()))
             for file in table.files:
                 what = "wrote" if file.status == "written" else "unchanged:"
-                say(f"{what} {file.path} ({table.entry.plan.format.name}, {shapes} {dtype}, {file.bytes:,} bytes)")
+                say(f"{what} {file.path} ({table.entry.plan.format.name}, {shapes}, {file.bytes:,} bytes)")
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from ..formats import C_OPTIONS, FORMATS
 from ..table import RowSource, Table
 from ._run import notes, say
 
-__all__ = ["progress", "write"]
+__all__ = ["progress", "shapes_text", "write"]
 
 _C_OPTIONS = tuple(sorted(C_OPTIONS))
 
@@ -92,6 +92,16 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
         for path in written:
             what = "unchanged:" if before.get(path) is not None and before[path] == _atomic.identity(path) else "wrote"
             say(f"{what} {path} ({out.format.name}, {', '.join(shapes)}, {path.stat().st_size:,} bytes)")
+
+
+def shapes_text(arrays: Sequence[tuple[Sequence[int], str]]) -> str:
+    """``4 x 8, 4 x 8, 4 float32`` for arrays of one element type (said once, at the end), ``6 x 6 int8, 4 x 6 x 6
+    float32`` for several: what ``-v`` says a file holds."""
+    shapes = [" x ".join(map(str, shape)) for shape, _ in arrays]
+    types = [element for _, element in arrays]
+    if len(set(types)) == 1:
+        return f"{', '.join(shapes)} {types[0]}"
+    return ", ".join(f"{shape} {element}" for shape, element in zip(shapes, types, strict=True))
 
 
 def _is_terminal(stream: object) -> bool:
