@@ -195,6 +195,8 @@ def rope(
     scaling = "none" if scaling is None else scaling
     if head_dim is None:
         raise SpecError("rope needs head_dim (or a config that gives it)", param="head_dim")
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2:
+        raise SpecError(f"head_dim must be an integer of at least 2, got {head_dim!r}", param="head_dim")
     proportional = scaling == "proportional"  # rotary_dim rotates the first dims, frequencies over head_dim
     dim = head_dim if rotary_dim is None or proportional else rotary_dim
     if rotary_dim is not None:
@@ -229,7 +231,12 @@ def rope(
     )  # fmt: skip
     if proportional:
         settings["angles"] = (head_dim if rotary_dim is None else rotary_dim) // 2
-    spec = rope_encoding.resolve(seq_len=reach, head_dim=dim, **settings)  # type: ignore[arg-type]
+    try:
+        spec = rope_encoding.resolve(seq_len=reach, head_dim=dim, **settings)  # type: ignore[arg-type]
+    except SpecError as exc:  # a value the config gave, not one typed: say so, and name --config
+        if config is not None and exc.param is not None and explicit.get(exc.param) is None:
+            raise SpecError(f"{exc} (a value from the config {os.fspath(config)!r})", param="config") from None
+        raise
     q = (element.scale, element.zero_point if element.scale is not None else None)
     width = rope_encoding.width(spec)
     if not lazy or ids is not None:

@@ -282,3 +282,13 @@ def test_a_manifest_takes_config_beside_it_and_its_depfile_lists_it(tmp_path):
     assert result.exit_code == 0, result.output
     assert "llama/config.json" in depfile.read_text()
     assert api.load(tmp_path / "r.h").params["scaling"] == "llama3"
+
+
+def test_a_bad_value_in_the_config_names_the_config(tmp_path):
+    doc = {"rope_theta": 1e4, "head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": "abc"}}
+    folder = write(tmp_path, "bad", doc)
+    line = one_line(run("rope", "--config", folder, "-n", 4, "-o", tmp_path / "x.npz"), 2, "--config", "factor")
+    assert "from the config" in line
+    with pytest.raises(SpecError) as info:
+        api.rope(4, "x")  # type: ignore[arg-type]
+    assert info.value.param == "head_dim"
