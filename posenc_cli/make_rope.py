@@ -18,7 +18,7 @@ from .encodings import check_params
 from .encodings import rope as rope_encoding
 from .errors import SpecError
 from .read import PathLike, existing, load
-from .table import Array, Param, RowSource, Table
+from .table import Array, Param, RowSource, Table, array_sha256
 
 __all__ = ["MAX_POSITION_IDS", "rope"]
 
@@ -273,7 +273,7 @@ def rope(
     if rotary_dim is not None and rotary_dim != head_dim:
         params["rotary_dim"] = rotary_dim
     if ids is not None:
-        params["position_ids_sha256"] = _ids_digest(ids)
+        params["position_ids_sha256"] = array_sha256(ids)
         if spec.seq_len != seq_len:
             params["positions_reach"] = spec.seq_len
     if mrope_section is not None:
@@ -294,9 +294,3 @@ def rope(
         axes.update({f"cos{suffix}": ("seq_len", columns), f"sin{suffix}": ("seq_len", columns)})
         axes[f"inv_freq{suffix}"] = ("freqs",)
     return Table("rope", arrays, params, axes)
-
-
-def _ids_digest(ids: np.ndarray) -> str:
-    from .table import array_sha256
-
-    return array_sha256(ids)

@@ -292,3 +292,32 @@ def test_a_bad_value_in_the_config_names_the_config(tmp_path):
     with pytest.raises(SpecError) as info:
         api.rope(4, "x")  # type: ignore[arg-type]
     assert info.value.param == "head_dim"
+
+
+@pytest.mark.parametrize(
+    ("make", "code", "fragment"),
+    [
+        (lambda d: np.save(d / "ids.npy", np.array([0.5, 1.0])), 2, "integers"),
+        (lambda d: np.savez(d / "ids.npz", a=np.arange(3), b=np.arange(3)), 2, "holds 2 arrays"),
+        (lambda d: (d / "ids.npy").write_bytes(b"\x93NUMPY junk"), 1, "ids.npy"),
+        (lambda d: os.mkfifo(d / "ids.npy"), 1, "regular file"),
+        (lambda d: None, 2, "does not exist"),
+    ],
+)
+def test_a_hostile_position_ids_file_is_refused_in_one_line(tmp_path, make, code, fragment):
+    make(tmp_path)
+    name = "ids.npz" if (tmp_path / "ids.npz").exists() else "ids.npy"
+    out = tmp_path / "r.npz"
+    one_line(run("rope", "--head-dim", 8, "--position-ids", tmp_path / name, "-o", out), code, fragment)
+    assert not out.exists()
+
+
+def test_a_manifest_config_outside_its_folder_is_refused(tmp_path):
+    write(tmp_path, "llama", LLAMA31)
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "posenc.toml").write_text(
+        '[[table]]\ncommand = "rope"\noutput = "r.h"\nconfig = "../llama"\nseq_len = 4\n'
+    )
+    one_line(run("build", inner / "posenc.toml"), 2, "config", "outside")
+    assert not (inner / "r.h").exists()
