@@ -15,6 +15,14 @@ name           stored as (numpy)          value
 ``q15``        ``<i2``                    CMSIS Q15: ``round(v * 2**15)`` saturated to ``[-32768, 32767]``, so
                                           1.0 becomes 0x7FFF; halves round away from zero (``arm_float_to_q15``)
 ``q7``         ``i1``                     CMSIS Q7: ``round(v * 2**7)`` saturated to ``[-128, 127]``
+``q31``        ``<i4``                    CMSIS Q31: ``round(v * 2**31)`` saturated to ``[-2**31, 2**31 - 1]``
+                                          (``arm_float_to_q31`` with rounding)
+``fixedT.F``   narrowest of ``i1``,       signed fixed point of ``T`` bits (2 to 64), ``F`` of them fractional
+               ``<i2``, ``<i4``, ``<i8``  (``0 <= F < T``): ``round(v * 2**F)`` saturated to ``[-2**(T-1),
+                                          2**(T-1) - 1]``, halves away from zero; ``fixed16.14`` is stored in an
+                                          int16, ``fixed18.16`` in an int32 whose values need only 18 bits.
+                                          ``q7``, ``q15``, ``q31`` are ``fixed8.7``, ``fixed16.15``, ``fixed32.31``
+                                          (the same values, the CMSIS names recorded)
 ``int8``       ``i1``                     affine int8 (TFLite): ``round(v / scale) + zero_point`` saturated to
                                           ``[-128, 127]``; needs ``scale`` (and ``zero_point``, default 0)
 =============  =========================  ======================================================================
@@ -22,10 +30,12 @@ name           stored as (numpy)          value
 Every conversion rounds the *exact* value once. The generators hand over the correctly rounded float64 ``y`` of
 each entry; a coarser result is proven from it when possible and recomputed exactly otherwise:
 
-- For float16, bfloat16, q15 and q7 every rounding boundary (a midpoint between two neighbours, or a half-integer
-  times a power of two) is itself a float64. If the exact value and its correctly rounded ``y`` fell on different
-  sides of such a boundary, the boundary would be a float64 nearer to the exact value than ``y``: impossible. So
-  rounding ``y`` is right except when ``y`` *is* a boundary, and exactly those entries go to the exact path.
+- For float16, bfloat16 and the fixed-point types every rounding boundary (a midpoint between two neighbours, or a
+  half-integer times a power of two) is itself a float64. If the exact value and its correctly rounded ``y`` fell on
+  different sides of such a boundary, the boundary would be a float64 nearer to the exact value than ``y``:
+  impossible. So rounding ``y`` is right except when ``y`` *is* a boundary, and exactly those entries go to the
+  exact path. (A fixed-point boundary ``(k + 1/2) / 2**F`` is a float64 while ``|k| < 2**52``: codes of more than 53
+  bits, in types wider than 53 bits, are decided on the exact path too, which is correct and much slower.)
 - For int8 the boundaries ``(k + 1/2 - zero_point) * scale`` are not float64s in general: ``y / scale`` carries a
   bound on its error and undecided entries go to the exact path (Ziv's strategy).
 """
@@ -33,6 +43,7 @@ each entry; a coarser result is proven from it when possible and recomputed exac
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -42,22 +53,122 @@ import numpy.typing as npt
 
 from posenc_cli.errors import SpecError
 
-#: Every element type posenc writes, float types first.
-DTYPES = ("float32", "float64", "float16", "bfloat16", "q15", "q7", "int8")
+#: Every element type posenc writes, float types first; besides these, any ``fixed<total>.<frac>``
+#: (:func:`fixed_format`).
+DTYPES = ("float32", "float64", "float16", "bfloat16", "q31", "q15", "q7", "int8")
+#: How the general fixed-point types are spelled, for messages and help.
+FIXED_SPELLING = "fixed<total>.<frac>"
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 #: The integer types of index tables (relative positions), narrowest first. ``int8`` here is the integers
 #: themselves; the element type ``int8`` of :data:`DTYPES` (a float table quantised) always has a ``scale``.
 INDEX_DTYPES = ("int8", "int16", "int32", "int64")
+
+#: ``fixed<total>.<frac>``: a general signed fixed-point type (two's complement, ``total`` bits of which ``frac``
+#: are fractional). ``q7``, ``q15`` and ``q31`` are CMSIS' names for ``fixed8.7``, ``fixed16.15`` and ``fixed32.31``.
+_FIXED = re.compile(r"fixed([1-9][0-9]?)\.(0|[1-9][0-9]?)")
+#: The widths a fixed-point type may have: from a sign bit and one more up to 64 bits (int64 storage).
+FIXED_BITS = (2, 64)
+_Q_NAMES = {"q7": (8, 7), "q15": (16, 15), "q31": (32, 31)}
+
+
+def fixed_format(name: object) -> tuple[int, int] | None:
+    """``(total bits, fractional bits)`` of a fixed-point element type name, ``None`` for any other name.
+
+    ``SpecError`` for a ``fixed<T>.<F>`` whose widths are out of range (``2 <= T <= 64``, ``0 <= F < T``).
+
+    Examples
+    --------
+    >>> fixed_format("q31"), fixed_format("fixed18.16"), fixed_format("float32")
+    ((32, 31), (18, 16), None)
+    """
+    if not isinstance(name, str):
+        return None
+    if name in _Q_NAMES:
+        return _Q_NAMES[name]
+    match = _FIXED.fullmatch(name)
+    if match is None:
+        return None
+    total, frac = int(match[1]), int(match[2])
+    if not FIXED_BITS[0] <= total <= FIXED_BITS[1] or not frac < total:
+        raise SpecError(
+            f"a fixed-point type fixed<total>.<frac> needs {FIXED_BITS[0]} <= total <= {FIXED_BITS[1]} and "
+            f"0 <= frac < total, got {name!r}",
+            param="dtype",
+        )
+    return total, frac
+
+
+def word_bits(name: str) -> int:
+    """The width in bits of one value of element type ``name``: what a ROM word or a packed field holds.
+
+    The storage type's width, except for a fixed-point type, whose total width may be narrower than the smallest
+    integer that stores it (``fixed18.16`` is 18 bits, stored in an int32).
+
+    Examples
+    --------
+    >>> word_bits("float32"), word_bits("bfloat16"), word_bits("q7"), word_bits("fixed18.16"), word_bits("int16")
+    (32, 16, 8, 18, 16)
+    """
+    fixed = fixed_format(name)
+    if fixed is not None:
+        return fixed[0]
+    return 8 * np.dtype(_STORAGE.get(name, name)).itemsize
+
 
 _STORAGE = {
     "float32": "<f4",
     "float64": "<f8",
     "float16": "<f2",
     "bfloat16": "<u2",
+    "q31": "<i4",
     "q15": "<i2",
     "q7": "i1",
     "int8": "i1",
 }
+
+
+def _storage_code(name: str) -> str | None:
+    """The numpy type code an element type ``name`` is stored as (a fixed-point type: the narrowest of int8,
+    int16, int32 and int64 that holds its total width); ``None`` for a name that is no element type."""
+    if name in _STORAGE:
+        return _STORAGE[name]
+    fixed = fixed_format(name)
+    if fixed is None:
+        return None
+    return {1: "i1", 2: "<i2", 4: "<i4", 8: "<i8"}[next(n for n in (1, 2, 4, 8) if 8 * n >= fixed[0])]
+
+
+def code_range(name: str) -> tuple[int, int] | None:
+    """The least and greatest stored code of an integer element type (a fixed-point type: its total width, which
+    may be narrower than its storage; a plain integer type: its own range); ``None`` for a float type.
+
+    Examples
+    --------
+    >>> code_range("fixed18.16"), code_range("q15"), code_range("int8"), code_range("float32")
+    ((-131072, 131071), (-32768, 32767), (-128, 127), None)
+    """
+    fixed = fixed_format(name)
+    if fixed is not None:
+        return -(2 ** (fixed[0] - 1)), 2 ** (fixed[0] - 1) - 1
+    code = _STORAGE.get(name, name if name in INDEX_DTYPES else None)
+    if code is None or np.dtype(code).kind != "i":
+        return None
+    info = np.iinfo(np.dtype(code))
+    return int(info.min), int(info.max)
+
+
+def is_element_type(name: object) -> bool:
+    """Whether ``name`` is an element type of a float table: one of :data:`DTYPES` or a valid ``fixed<T>.<F>``.
+
+    Examples
+    --------
+    >>> is_element_type("q31"), is_element_type("fixed18.16"), is_element_type("int16"), is_element_type("fixed1.0")
+    (True, True, False, False)
+    """
+    try:
+        return isinstance(name, str) and _storage_code(name) is not None
+    except SpecError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -79,13 +190,19 @@ class ElementType:
     @classmethod
     def of(cls, name: object, *, scale: float | None = None, zero_point: int | None = None) -> ElementType:
         """Validate and build; ``SpecError`` names the culprit (``dtype``, ``scale`` or ``zero_point``)."""
-        if not isinstance(name, str) or name not in DTYPES:
+        if not isinstance(name, str) or not is_element_type(name):
+            fixed_format(name)  # a fixed<T>.<F> of widths out of range: say which
             try:  # numpy spellings of the float types: np.float32, "f4", "<f8", dtype objects
                 name = np.dtype(name).name if name is not None else name  # type: ignore[call-overload]
             except TypeError:
                 pass
-        if name not in DTYPES:
-            raise SpecError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}", param="dtype")
+        if not is_element_type(name):
+            raise SpecError(
+                f"dtype must be one of {', '.join(DTYPES)} or {FIXED_SPELLING} (signed fixed point, for example "
+                f"fixed16.14), got {name!r}",
+                param="dtype",
+            )
+        assert isinstance(name, str)
         if name == "int8":
             if scale is None:
                 raise SpecError("dtype int8 needs a scale: the real value of one quantisation step", param="scale")
@@ -103,7 +220,14 @@ class ElementType:
     @property
     def storage(self) -> np.dtype:
         """The numpy dtype of the stored array (native byte order)."""
-        return np.dtype(_STORAGE[self.name]).newbyteorder("=")
+        code = _storage_code(self.name)
+        assert code is not None
+        return np.dtype(code).newbyteorder("=")
+
+    @property
+    def fixed(self) -> tuple[int, int] | None:
+        """``(total bits, fractional bits)`` of a fixed-point type (q7, q15, q31, fixed<T>.<F>), else ``None``."""
+        return fixed_format(self.name)
 
     @property
     def is_float(self) -> bool:
@@ -122,9 +246,8 @@ class ElementType:
             return out, _is_midpoint(y, out)
         if self.name == "bfloat16":
             return _bfloat16_bits(y)
-        if self.name in ("q15", "q7"):
-            scaled = y * float(2 ** (15 if self.name == "q15" else 7))  # exact: a power of two
-            return _saturate(_round_half_away(scaled), self.storage), np.abs(scaled - np.trunc(scaled)) == 0.5
+        if self.fixed is not None:
+            return _fixed(y, *self.fixed, self.storage)
         assert self.scale is not None
         with np.errstate(over="ignore", invalid="ignore"):  # a tiny scale: inf saturates, and is never a tie
             return self._affine(y)
@@ -141,11 +264,14 @@ class ElementType:
     def from_exact(self, q: Fraction) -> int | float:
         """The stored value (a float for float types, an integer otherwise) for the exact value ``q``."""
         if self.name in ("float32", "float64", "float16"):
-            return float(_nearest(q, np.dtype(_STORAGE[self.name])))
+            return float(_nearest(q, self.storage))
         if self.name == "bfloat16":
             return _nearest_bfloat16_bits(q)
-        if self.name in ("q15", "q7"):
-            return _saturate_int(_round_half_away_exact(q * 2 ** (15 if self.name == "q15" else 7)), self.storage)
+        if self.fixed is not None:
+            total, frac = self.fixed
+            top: int = 2 ** (total - 1)
+            code: int = _round_half_away_exact(q * Fraction(2) ** frac)
+            return max(-top, min(top - 1, code))
         assert self.scale is not None
         return _saturate_int(_round_half_away_exact(q / Fraction(self.scale)) + self.zero_point, self.storage)
 
@@ -166,7 +292,7 @@ def element_of(params: Mapping[str, object], dtype: npt.DTypeLike) -> str:
     """
     stored = np.dtype(dtype).newbyteorder("=")
     name = params.get("dtype")
-    storage = _STORAGE.get(name) if isinstance(name, str) else None
+    storage = _storage_code(str(name)) if is_element_type(name) else None
     if storage is None and name in INDEX_DTYPES:
         storage = str(name)
     if storage is not None and np.dtype(storage).newbyteorder("=") == stored:
@@ -194,8 +320,9 @@ def decode(stored: np.ndarray, params: Mapping[str, object]) -> np.ndarray:
     dtype, kind, size = params.get("dtype"), stored.dtype.kind, stored.dtype.itemsize
     if dtype == "bfloat16" and kind == "u" and size == 2:
         return np.asarray((stored.astype(np.uint32) << np.uint32(16)).view(np.float32), np.float64)
-    if dtype in ("q15", "q7") and kind == "i" and size == {"q15": 2, "q7": 1}[dtype]:
-        real: np.ndarray = stored.astype(np.float64) / (2.0**15 if dtype == "q15" else 2.0**7)
+    fixed = fixed_format(dtype) if is_element_type(dtype) else None
+    if fixed is not None and kind == "i" and size == ElementType(str(dtype)).storage.itemsize:
+        real: np.ndarray = stored.astype(np.float64) / 2.0 ** fixed[1]  # exact below 2**53 codes
         return real
     scale, zero_point = params.get("scale"), params.get("zero_point", 0)
     if dtype == "int8" and kind == "i" and size == 1 and isinstance(scale, (int, float)):
@@ -218,6 +345,25 @@ def _is_midpoint(y: np.ndarray, rounded: np.ndarray) -> np.ndarray:
 def _round_half_away(x: np.ndarray) -> np.ndarray:
     rounded: np.ndarray = np.trunc(x + np.copysign(0.5, x))
     return rounded
+
+
+def _fixed(y: np.ndarray, total: int, frac: int, storage: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Signed fixed point of ``total`` bits, ``frac`` fractional: ``round(y * 2**frac)``, halves away from zero,
+    saturated to ``[-2**(total-1), 2**(total-1) - 1]``; ``(stored, undecided)``.
+
+    ``y * 2**frac`` is exact (a power of two), and each rounding boundary ``(k + 1/2) / 2**frac`` is a float64 while
+    ``2k + 1 < 2**53``: then only an exact tie is undecided (the argument of the module docstring). Past ``2**52``
+    the boundaries are no float64s, so such entries go to the exact path too, unless they saturate either way.
+    """
+    scaled = y * 2.0**frac
+    top = 2.0 ** (total - 1)
+    undecided = np.abs(scaled - np.trunc(scaled)) == 0.5
+    undecided |= (np.abs(scaled) >= 2.0**52) & (np.abs(scaled) < top + 1)
+    rounded = np.clip(_round_half_away(scaled), -top, top)  # top itself stands for top - 1 (not a float64 at 64)
+    high = rounded >= top
+    out = np.where(high, 0, rounded).astype(storage)
+    out[high] = (1 << (total - 1)) - 1
+    return out, undecided
 
 
 def _saturate(x: np.ndarray, storage: np.dtype) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Any
 
 from . import kind_docs, make
 from ._resources import WORK_BYTES_PER_VALUE
-from .dtypes import DTYPES, INDEX_DTYPES
+from .dtypes import INDEX_DTYPES
 from .encodings import alibi as alibi_encoding
 from .encodings import presets
 from .encodings import relative as relative_encoding
@@ -36,7 +36,7 @@ from .encodings import window as window_encoding
 from .errors import SpecError
 from .formats import FORMAT_NAMES, FORMATS
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
-from .params import BOOLEAN, GRID, INTEGER, INTEGERS, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
+from .params import BOOLEAN, ELEMENT_TYPE, GRID, INTEGER, INTEGERS, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
 from .table import Table
 
 __all__ = ["CONVERT", "ELEMENT", "INDEX_ELEMENT", "KINDS", "OUTPUT", "RUN", "Kind", "by_command", "by_table"]
@@ -45,7 +45,7 @@ _FORMAT_HELP = "; ".join(f"{f.name}: {'/'.join(f.suffixes)}" for f in FORMATS.va
 
 #: The element type of every table command's output (``posenc convert`` takes them with no default dtype).
 ELEMENT: tuple[Param, ...] = (
-    Param("dtype", Choice(DTYPES), "Output element type.", default="float32", always_recorded=True),
+    Param("dtype", ELEMENT_TYPE, "Output element type.", default="float32", always_recorded=True),
     Param("scale", NUMBER, "int8 only: the real value of one quantisation step."),
     Param("zero_point", INTEGER, "int8 only: the integer that stands for 0.0.  [default: 0]"),
 )
@@ -96,7 +96,7 @@ OUTPUT: tuple[Param, ...] = (
 #: ``posenc convert``'s own options: the array to take and the element type to re-encode it as (none: as stored).
 CONVERT: tuple[Param, ...] = (
     Param("key", TEXT, "The array to take from a file that holds several (an .npz or .safetensors tensor)."),
-    Param("dtype", Choice(DTYPES), "Re-encode the values.  [default: as stored]", always_recorded=True),
+    Param("dtype", ELEMENT_TYPE, "Re-encode the values.  [default: as stored]", always_recorded=True),
     *ELEMENT[1:],
 )
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .dtypes import DTYPES, FIXED_BITS, FIXED_SPELLING, is_element_type
+
 __all__ = [
     "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param", "ValueType",
     "Wrong", "command_line", "show",
@@ -185,6 +187,15 @@ class Choice(ValueType):
         return value
 
 
+class _ElementName(ValueType):
+    """An element type of a float table: a name of :data:`posenc_cli.dtypes.DTYPES` or a ``fixed<T>.<F>``."""
+
+    def from_toml(self, value: object) -> str:
+        if not is_element_type(value):
+            raise Wrong(self.expected)
+        return str(value)
+
+
 class _Numbers(ValueType):
     """A non-empty list of numbers: ``[1.0, 1.5]`` in TOML, ``1.0,1.5`` typed or recorded."""
 
@@ -302,6 +313,11 @@ GRID: ValueType = _Grid(
     'H, "HxW" or [H, W] (positive integers, e.g. 14, "16x24" or [16, 24])',
     "H[xW]",
     "H or HxW (positive integers, e.g. 14 or 16x24)",
+)
+ELEMENT_TYPE: ValueType = _ElementName(
+    f"one of {', '.join(map(json.dumps, DTYPES))} or {FIXED_SPELLING} (signed fixed point: {FIXED_BITS[0]} <= total <= "
+    f"{FIXED_BITS[1]}, 0 <= frac < total, e.g. fixed16.14)",
+    "[" + "|".join(DTYPES) + "|fixedT.F]",
 )
 ROW: ValueType = _Row('a row index (an integer) or "none"', "ROW|none", "a row index (a non-negative integer) or none")
 

@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Union
 
+import numpy as np
+
+from .dtypes import code_range, element_of, fixed_format, word_bits
 from .errors import FormatError, SpecError
 from .formats import FORMATS, by_name, companion_path, infer
 from .formats.limits import Budget
@@ -52,7 +55,7 @@ def load(path: PathLike, *, format: str | None = None, max_memory: int | None = 
     budget = Budget(max_memory)
     if part is not None and fmt.load_part is not None:  # one tensor of a checkpoint: nothing else is read
         with _naming(path), open_regular(path) as fp:
-            return fmt.load_part(fp, budget, part)
+            return _check_codes(fmt.load_part(fp, budget, part))
     with _naming(path):
         with open_regular(path) as fp:
             table = fmt.load(fp, budget)
@@ -62,6 +65,24 @@ def load(path: PathLike, *, format: str | None = None, max_memory: int | None = 
         if sidecar is not None and os.path.lexists(sidecar):
             with _naming(sidecar), open_regular(sidecar) as fp:
                 table = companion.load(table, fp, budget)
+    with _naming(path):
+        return _check_codes(table)
+
+
+def _check_codes(table: Table) -> Table:
+    """``table``, or ``FormatError`` when an array of a fixed-point type narrower than its storage (``fixed18.16``
+    in an int32) holds a code outside that type's range: no table posenc writes, so not one it reads."""
+    for key, array in table.arrays.items():
+        element = element_of(table.params, array.dtype)
+        bounds = code_range(element) if fixed_format(element) is not None else None
+        if not isinstance(array, np.ndarray) or bounds is None or array.size == 0:
+            continue
+        if 8 * array.dtype.itemsize == word_bits(element):
+            continue
+        low, high = int(array.min()), int(array.max())
+        if low < bounds[0] or high > bounds[1]:
+            bad = low if low < bounds[0] else high
+            raise FormatError(f"array {key!r} of {element} holds {bad}, outside its codes [{bounds[0]}, {bounds[1]}]")
     return table
 
 

@@ -1,4 +1,5 @@
-"""Element types: float16, bfloat16, q15, q7 and int8 entries equal the exact value rounded once (mpmath reference).
+"""Element types: float16, bfloat16, the fixed-point types (q31, q15, q7, fixed<T>.<F>) and int8 entries equal the
+exact value rounded once (mpmath reference).
 
 bfloat16 neighbours and values come from ml_dtypes, float16 from numpy; the exact values from mpmath. None of the
 code under test is used to compute an expected value.
@@ -40,15 +41,25 @@ def half_away(z: mpmath.mpf) -> int:
     return n if z >= 0 else -n
 
 
+def fixed_widths(name: str) -> tuple[int, int] | None:
+    """(total, fractional) bits of a fixed-point name, read here from the spelling (CMSIS: q<F> has F + 1 bits)."""
+    if name in ("q7", "q15", "q31"):
+        return int(name[1:]) + 1, int(name[1:])
+    if name.startswith("fixed"):
+        total, frac = name[len("fixed") :].split(".")
+        return int(total), int(frac)
+    return None
+
+
 def reference(z: mpmath.mpf, element: ElementType) -> int | float:
     if element.name == "float16":
         return float(rounded(z, np.float16))
     if element.name == "bfloat16":
         return bfloat16_bits(z)
-    if element.name == "q15":
-        return max(-32768, min(32767, half_away(z * 2**15)))
-    if element.name == "q7":
-        return max(-128, min(127, half_away(z * 2**7)))
+    widths = fixed_widths(element.name)
+    if widths is not None:
+        total, frac = widths
+        return max(-(2 ** (total - 1)), min(2 ** (total - 1) - 1, half_away(z * 2**frac)))
     return max(-128, min(127, half_away(z / element.scale) + element.zero_point))
 
 
@@ -57,6 +68,14 @@ ELEMENTS = [
     ElementType.of("bfloat16"),
     ElementType.of("q15"),
     ElementType.of("q7"),
+    ElementType.of("q31"),
+    ElementType.of("fixed16.14"),
+    ElementType.of("fixed18.16"),
+    ElementType.of("fixed12.11"),
+    ElementType.of("fixed24.20"),
+    ElementType.of("fixed8.0"),
+    ElementType.of("fixed40.38"),
+    ElementType.of("fixed64.62"),
     ElementType.of("int8", scale=1 / 127),
     ElementType.of("int8", scale=0.0078125, zero_point=-3),
 ]

@@ -316,7 +316,7 @@ HOSTILE_CSV = {
     "extra-key-q15": (b"# dtype=q15 scale=0.5\n1\n", "the key 'scale' is not one of its keys"),
     "unknown-key": (b"# dtype=int8 scale=0.5 zero_point=0 bits=8\n1\n", "the key 'bits'"),
     "twice": (b"# dtype=q15 dtype=q15\n1\n", "dtype is given twice"),
-    "float-dtype": (b"# dtype=float32\n1.0\n", "dtype 'float32'; the line names q15, q7, int8"),
+    "float-dtype": (b"# dtype=float32\n1.0\n", "dtype 'float32'; the line names q31, q15, q7, int8"),
     "unknown-dtype": (b"# dtype=int4\n1\n", "dtype 'int4'"),
     "no-space": (b"#dtype=q15\n1\n", "'# ' then key=value"),
     "upper-case": (b"# DTYPE=q15\n1\n", "'DTYPE=q15' is not key=value"),

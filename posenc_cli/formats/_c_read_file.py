@@ -21,7 +21,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..errors import FormatError, PosencError
+from ..dtypes import ElementType, fixed_format
+from ..errors import FormatError, PosencError, SpecError
 from . import c
 from ._c_comment import DID_NOT_WRITE, Comment, read_comment
 from ._c_values import Stream, read_initializer
@@ -222,18 +223,27 @@ def element_type(comment: Comment, ctype: str) -> tuple[str, np.dtype]:
     """The element type name and storage dtype of an array declared with ``ctype`` (the rule of :data:`_ELEMENTS`)."""
     allowed = _ELEMENTS[ctype]
     dtype = comment.params.get("dtype")
-    name = str(dtype) if dtype in allowed else allowed[0]
+    name = str(dtype) if dtype in allowed or _fixed_in(dtype, ctype) else allowed[0]
     found = storage(name)
     if found is None:  # cannot be: every name of _ELEMENTS is an element type
         raise FormatError(f"{ctype} arrays of dtype {name}: posenc writes none")
     return name, found
 
 
+def _fixed_in(dtype: object, ctype: str) -> bool:
+    """Whether ``dtype`` names a fixed-point type (q31, ``fixed<T>.<F>``) that posenc stores as ``ctype``."""
+    try:
+        fixed = fixed_format(dtype)
+    except SpecError:
+        return False
+    return fixed is not None and f"{ElementType(str(dtype)).storage.name}_t" == ctype
+
+
 def _check_dtype(comment: Comment, arrays: list[CArray]) -> None:
     """``FormatError`` when the comment's ``dtype`` parameter is the element type of none of the arrays: posenc
     writes a table's dtype for the arrays it describes, so at least one is declared with a C type of it."""
     dtype = comment.params.get("dtype")
-    if dtype is None or not arrays or any(dtype in _ELEMENTS[array.ctype] for array in arrays):
+    if dtype is None or not arrays or any(dtype in _ELEMENTS[a.ctype] or _fixed_in(dtype, a.ctype) for a in arrays):
         return
     ctypes = ", ".join(dict.fromkeys(array.ctype for array in arrays))
     raise FormatError(f"the comment says dtype {dtype} but the arrays are {ctypes}: posenc writes {dtype} otherwise")

@@ -12,8 +12,12 @@ float64, bits   ``uint64_t``            IEEE bit pattern (``0x3FEAED548F090CEF``
 float16         ``uint16_t``            binary16 bit pattern, value in a comment         C99/C++11
 float16, native ``_Float16``/``__fp16`` decimal of the exact value + ``f``               compiler
 bfloat16        ``uint16_t``            bfloat16 bit pattern, value in a comment         C99/C++11
+q31             ``int32_t``             integer (CMSIS ``q31_t``); INT32_MIN spelled     C99/C++11
+                                        as for int32
 q15             ``int16_t``             integer (CMSIS ``q15_t``)                        C99/C++11
 q7, int8        ``int8_t``              integer (CMSIS ``q7_t``, TFLite int8)            C99/C++11
+fixedT.F        ``int8_t``..``int64_t`` integer code, the narrowest type of ``T`` bits;  C99/C++11
+                                        literals as for that integer type
 int8 (plain)    ``int8_t``              integer, the value itself                        C99/C++11
 int16           ``int16_t``             integer, the value itself                        C99/C++11
 int32           ``int32_t``             integer; INT32_MIN as ``(-2147483647 - 1)``      C99/C++11
@@ -46,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dtypes import ElementType, fixed_format
 from ..errors import FormatError, SpecError
 from ..table import Table
 from ._spell import INTEGERS, Spell, decimal, element_name, float32_text, integers, is_affine, join_texts, per_value
@@ -133,17 +138,29 @@ def c_element(name: str, options: WriteOptions, *, affine: bool = False) -> CEle
             _bits(4, comment=True, bfloat16=True),
             per_line=4,
         )
-    if name in ("q15", "q7") or (name == "int8" and affine):
-        ctype = "int16_t" if name == "q15" else "int8_t"
-        reading = {
-            "q15": "CMSIS q15_t: value = v / 32768.0",
-            "q7": "CMSIS q7_t: value = v / 128.0",
-            "int8": "affine int8: value = (v - ZERO_POINT) * SCALE (the macros below)",
-        }[name]
-        return CElement(ctype, ("<stdint.h>",), "C99 or C++11", reading, decimal(name))
+    fixed = fixed_format(name)
+    if fixed is not None:
+        total, frac = fixed
+        integer = ElementType(name).storage.name
+        if name in _CMSIS:
+            reading = f"CMSIS {name}_t: value = v / {float(2**frac)!r}"
+        else:
+            reading = f"signed fixed point, {total} bits, {frac} fractional: value = v / 2^{frac}"
+            if total < 8 * ElementType(name).storage.itemsize:
+                reading += f" (codes in [-2^{total - 1}, 2^{total - 1} - 1])"
+        return CElement(
+            f"{integer}_t", ("<stdint.h>",), "C99 or C++11", reading, integers(_INTEGER_LITERALS[integer])
+        )
+    if name == "int8" and affine:
+        reading = "affine int8: value = (v - ZERO_POINT) * SCALE (the macros below)"
+        return CElement("int8_t", ("<stdint.h>",), "C99 or C++11", reading, decimal(name))
     if name in INTEGERS:
         return CElement(f"{name}_t", ("<stdint.h>",), "C99 or C++11", "", integers(_INTEGER_LITERALS[name]))
     raise FormatError(f"C output cannot hold {name} tables")
+
+
+#: The fixed-point types CMSIS-DSP names (``q31_t``, ``q15_t``, ``q7_t``).
+_CMSIS = ("q31", "q15", "q7")
 
 
 def _int32_literal(value: int) -> str:

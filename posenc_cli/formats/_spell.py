@@ -4,7 +4,8 @@
 - float16: the shortest decimal that reads back to the same binary16 (NumPy's Dragon4 for ``float16``).
 - bfloat16 (stored as bit patterns): the shortest decimal whose correct rounding to bfloat16 gives the same bits,
   found by trying 1 to 9 significant digits.
-- q15, q7, int8 and the plain integers (int16, int32, int64): the integers.
+- the fixed-point types (q31, q15, q7, fixed<T>.<F>), int8 and the plain integers (int16, int32, int64): the
+  integers.
 
 Float texts always hold a ``.`` or an exponent. All but float32/float64 go value by value (about a microsecond
 each for the floats, a tenth of that for integers).
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..dtypes import DTYPES, INDEX_DTYPES, ElementType, element_of
+from ..dtypes import INDEX_DTYPES, ElementType, element_of, fixed_format, is_element_type
 from ..errors import FormatError
 from ..table import Table
 from ._text import join_rows, shortest
@@ -80,7 +81,7 @@ def storage(name: object) -> np.dtype | None:
     >>> storage("bfloat16"), storage("int32"), storage("complex64")
     (dtype('uint16'), dtype('int32'), None)
     """
-    if name in DTYPES:
+    if is_element_type(name):
         return ElementType(str(name)).storage
     return INTEGERS.get(name) if isinstance(name, str) else None
 
@@ -125,7 +126,7 @@ def decimal(element: str, suffix: bytes = b"") -> Spell:
         return per_value(lambda v: _with_point(str(np.float16(v))) + end)
     if element == "bfloat16":
         return per_value(lambda v: bfloat16_text(int(v)) + end)
-    if element in ("q15", "q7") or np.dtype(element).kind in "iu":
+    if fixed_format(element) is not None or np.dtype(element).kind in "iu":
         return integers()
     raise FormatError(f"text formats cannot hold {element} values")
 

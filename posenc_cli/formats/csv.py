@@ -14,11 +14,13 @@ Layout written::
   a ``.`` or an exponent, so pandas and friends infer float columns (``1.0``, never ``1``).
 - Float tables carry no parameters or dtype: the table's own dtype decides the digits (float32 tables use
   float32's shortest digits); :func:`load` returns float64 values, which cast back to the written float32 exactly.
-- Quantised tables (q15, q7, affine int8) are written as their integer codes, and plain integer tables (int8
-  without a ``scale``, int16, int32, int64: the values themselves) as their integers, after a first line that says
-  what they are, a comment other CSV readers skip (``pd.read_csv(path, comment="#")``)::
+- Quantised tables (the fixed-point types q31, q15, q7 and ``fixed<T>.<F>``, and affine int8) are written as their
+  integer codes, and plain integer tables (int8 without a ``scale``, int16, int32, int64: the values themselves) as
+  their integers, after a first line that says what they are, a comment other CSV readers skip
+  (``pd.read_csv(path, comment="#")``)::
 
       # dtype=q15
+      # dtype=fixed18.16
       # dtype=int8 scale=0.0078125 zero_point=-3
       # dtype=int16
 
@@ -36,16 +38,17 @@ Reading (the file may be hostile: memory stays bounded by the table it declares,
   below applies as usual, so the first row of a BOM-prefixed file is not taken for a header);
 - lines starting with ``#`` and blank lines are skipped; the first other line is a header, skipped, when its first
   cell is not a number; every other line is a row of numbers as Python's ``float`` reads them, in ASCII;
-- the quantisation line: a first line (after the byte order mark) that starts with ``#``, then ``dtype`` and
-  ``=`` (any case, spaces allowed around ``dtype``) claims to say what the values are, and is parsed strictly:
-  ASCII, exactly ``# `` and then ``key=value`` fields separated by one space, each key once, ``dtype`` one of
-  :data:`QUANTISED` and the other keys exactly those it takes (``q15``, ``q7``, ``int16``, ``int32`` and ``int64``
-  none; ``int8`` either none, the plain integers, or both ``scale``, a finite decimal number greater than 0, and
-  ``zero_point``, an integer in [-128, 127], affine int8). Anything else in such a line is refused, and so is such
-  a line anywhere but first. With it, every value must be an integer (``[+-]digits``, nothing around it) in the
-  range of the dtype's storage (q15 and int16: [-32768, 32767]; q7 and int8: [-128, 127]; int32, int64: theirs),
-  and the table holds them (``int8`` to ``int64``) with the parameters ``dtype`` (and ``scale``, ``zero_point``);
-  without it, float64 values and no parameters;
+- the quantisation line: a first line (after the byte order mark) that starts with ``#``, then ``dtype`` and ``=``
+  (any case, spaces allowed around ``dtype``) claims to say what the values are, and is parsed strictly: ASCII,
+  exactly ``# `` and then ``key=value`` fields separated by one space, each key once, ``dtype`` one of
+  :data:`QUANTISED` or a valid ``fixed<T>.<F>``, and the other keys exactly those it takes (the fixed-point types,
+  ``int16``, ``int32`` and ``int64`` none; ``int8`` either none, the plain integers, or both ``scale``, a finite
+  decimal number greater than 0, and ``zero_point``, an integer in [-128, 127], affine int8). Anything else in such
+  a line is refused, and so is such a line anywhere but first. With it, every value must be an integer
+  (``[+-]digits``, nothing around it) in the range of the dtype (q15 and int16: [-32768, 32767]; q7 and int8: [-128,
+  127]; int32, int64: theirs; a ``fixed<T>.<F>``: the ``T``-bit range, [-131072, 131071] for ``fixed18.16``, though
+  an int32 stores it), and the table holds them (``int8`` to ``int64``) with the parameters ``dtype`` (and
+  ``scale``, ``zero_point``); without it, float64 values and no parameters;
 - refused: rows of different widths, a row of more than :data:`~.limits.MAX_COLUMNS` columns, a line longer than
   :data:`MAX_LINE` bytes, NaN and infinities, cells that are not numbers, text that is not UTF-8.
 
@@ -65,6 +68,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ..dtypes import FIXED_SPELLING, ElementType, code_range, fixed_format
 from ..errors import FormatError, SpecError
 from ..table import Param, Table
 from ._blocks import row_blocks
@@ -81,6 +85,7 @@ BOM = b"\xef\xbb\xbf"
 #: The element types CSV holds as integers behind a quantisation line: their storage and the keys the line takes
 #: besides ``dtype`` (int8 takes these or none: the plain integers).
 QUANTISED: dict[str, tuple[np.dtype, tuple[str, ...]]] = {
+    "q31": (np.dtype(np.int32), ()),
     "q15": (np.dtype(np.int16), ()),
     "q7": (np.dtype(np.int8), ()),
     "int8": (np.dtype(np.int8), ("scale", "zero_point")),
@@ -119,7 +124,7 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
 def _quantisation_line(table: Table, element: str) -> str | None:
     """The first line of a quantised or plain integer table's CSV (see the module docstring), ``None`` for any other
     table."""
-    if element not in QUANTISED or table.params.get("dtype") != element:
+    if _quantised(element) is None or table.params.get("dtype") != element:
         return None
     if not (element == "int8" and is_affine(table.params)):
         return f"# dtype={element}\n"
@@ -147,7 +152,7 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     params = _quantisation(fp)
     fp.seek(start)
     rows, width = _shape(fp)
-    dtype = QUANTISED[str(params["dtype"])][0] if params else np.dtype(np.float64)
+    dtype = _storage(str(params["dtype"])) if params else np.dtype(np.float64)
     codes = f" of {params['dtype']} {_what(params)}s" if params else ""
     budget.claim(rows * width * dtype.itemsize, f"a {rows} x {width} CSV table{codes}")
     values = np.empty((rows, width), dtype)
@@ -156,9 +161,26 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     return Table("array", {"pe": values}, params)
 
 
+def _quantised(name: object) -> tuple[np.dtype, tuple[str, ...]] | None:
+    """The storage and the extra keys of an element type CSV holds as integers (:data:`QUANTISED`, or any valid
+    ``fixed<T>.<F>``: its storage, no keys); ``None`` for any other name."""
+    if isinstance(name, str) and name in QUANTISED:
+        return QUANTISED[name]
+    try:
+        return (ElementType(str(name)).storage, ()) if fixed_format(name) is not None else None
+    except SpecError:
+        return None
+
+
+def _storage(name: str) -> np.dtype:
+    known = _quantised(name)
+    assert known is not None  # the quantisation line was read by _quantisation
+    return known[0]
+
+
 def _what(params: dict[str, Param]) -> str:
     """What each integer of a CSV with these parameters is: a ``code`` (quantised) or a ``value`` (plain)."""
-    return "code" if params["dtype"] in ("q15", "q7") or is_affine(params) else "value"
+    return "code" if fixed_format(params["dtype"]) is not None or is_affine(params) else "value"
 
 
 def _quantisation(fp: BinaryIO) -> dict[str, Param]:
@@ -184,10 +206,11 @@ def _quantisation(fp: BinaryIO) -> dict[str, Param]:
             raise refuse(f"{key} is given twice")
         fields[key] = value
     name = fields.pop("dtype", None)
-    if name not in QUANTISED:
+    known = _quantised(name)
+    if name is None or known is None:
         shown = "no dtype" if name is None else f"dtype {name[:40]!r}"
-        raise refuse(f"{shown}; the line names {', '.join(QUANTISED)}")
-    wanted = QUANTISED[name][1]
+        raise refuse(f"{shown}; the line names {', '.join(QUANTISED)} or {FIXED_SPELLING}")
+    wanted = known[1]
     if set(fields) != set(wanted) and not (name == "int8" and not fields):
         extra = sorted(set(fields) - set(wanted))
         told = f"the key {extra[0][:40]!r} is not one of its" if extra else "it lacks one of its"
@@ -293,11 +316,11 @@ def _parse_codes(line: bytes, values: np.ndarray, row: int, number: int, codes: 
         bad = next((cell for cell in cells if not _CODES.match(cell)), line)
         raise FormatError(f"{where}: {bad[:40]!r} is not an integer {noun} of {name}")
     ints = [int(cell) for cell in cells]
-    info = np.iinfo(values.dtype)
+    least, most = code_range(name) or (int(np.iinfo(values.dtype).min), int(np.iinfo(values.dtype).max))
     low, high = min(ints), max(ints)
-    if low < info.min or high > info.max:
-        bad_value = low if low < info.min else high
-        raise FormatError(f"{where}: {bad_value} is outside the {noun}s of {name}, [{info.min}, {info.max}]")
+    if low < least or high > most:
+        bad_value = low if low < least else high
+        raise FormatError(f"{where}: {bad_value} is outside the {noun}s of {name}, [{least}, {most}]")
     values[row] = ints
 
 

@@ -16,11 +16,12 @@ growth), and posenc promises the same bytes for the same table whatever numpy is
 Round trip: the array's values, dtype and shape. ``.npy`` carries no parameters: :func:`load` returns a table of kind
 ``"array"`` whose single array is named ``"pe"``.
 
-Sidecar: a table whose array's element type ``.npy`` cannot name (bfloat16 stored as ``<u2`` bit patterns, q15, q7,
-affine int8 with its scale and zero point; decided for the array written, :func:`~posenc_cli.formats._spell.
-element_name`: the int16 ``index`` of a table whose ``dtype`` is int16 needs none, and neither do plain int8, the
-other integers and the floats) also gets ``<stem>.json`` beside it: canonical JSON (sorted keys, two-space indent, a
-final newline) ``{"dtype": ..., "generator": "posenc X.Y.Z", "kind": ..., "params": {...}, "storage": "<u2"}``.
+Sidecar: a table whose array's element type ``.npy`` cannot name (bfloat16 stored as ``<u2`` bit patterns, the
+fixed-point types q31, q15, q7 and ``fixed<T>.<F>``, affine int8 with its scale and zero point; decided for the
+array written, :func:`~posenc_cli.formats._spell.element_name`: the int16 ``index`` of a table whose ``dtype`` is
+int16 needs none, and neither do plain int8, the other integers and the floats) also gets ``<stem>.json`` beside it:
+canonical JSON (sorted keys, two-space indent, a final newline) ``{"dtype": ..., "generator": "posenc X.Y.Z",
+"kind": ..., "params": {...}, "storage": "<u2"}``.
 :func:`load_sidecar` merges it back (``posenc_cli.load`` does when the file is there).
 
 Reading (the file may be hostile; posenc parses the header itself, never with ``pickle`` or ``eval``):
@@ -57,6 +58,7 @@ from typing import IO, Any, BinaryIO
 import numpy as np
 
 from .._version import __version__
+from ..dtypes import fixed_format
 from ..errors import FormatError
 from ..table import Param, Table
 from ._blocks import row_blocks
@@ -115,6 +117,8 @@ NEEDS_SIDECAR = ("bfloat16", "q15", "q7", "int8")
 def needs_sidecar(table: Table) -> bool:
     """Whether ``table`` (of one array) needs a ``.json`` sidecar to be understood (see the module docstring)."""
     element = element_name(table, next(iter(table.arrays)))
+    if fixed_format(element) is not None:
+        return True
     return element in NEEDS_SIDECAR and (element != "int8" or is_affine(table.params))
 
 
