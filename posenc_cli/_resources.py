@@ -50,6 +50,9 @@ TEXT_BYTES_PER_VALUE = {
 }
 #: A bare array of another dtype (``int32``, ``uint16``): from ``0,`` to ``-9223372036854775808, `` and beyond.
 UNKNOWN_TEXT_BYTES_PER_VALUE = (2, 32)
+#: What a format spells per value besides the value: a MIF line's ``<tab><address> : `` and ``;`` (an address of
+#: at most 16 hex digits).
+ADDRESS_BYTES = {"mif": 21}
 #: At most this much per row of text (C's indentation and braces) and per file (headers, comments, metadata).
 ROW_OVERHEAD_BYTES = 16
 FILE_OVERHEAD_BYTES = 64 << 10
@@ -91,7 +94,7 @@ def estimate_bytes(table: Table, fmt: Format) -> Size:
         fewest, most = TEXT_BYTES_PER_VALUE.get(element, UNKNOWN_TEXT_BYTES_PER_VALUE)
         rows = a.shape[0] if a.ndim else 1
         low += a.size * fewest
-        high += a.size * most + rows * ROW_OVERHEAD_BYTES
+        high += a.size * (most + ADDRESS_BYTES.get(fmt.name, 0)) + rows * ROW_OVERHEAD_BYTES
     return Size(low, high)
 
 

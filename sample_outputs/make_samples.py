@@ -1,5 +1,6 @@
 """Regenerate the sample outputs: a 16 x 8 table in every format, and the other kinds' tables (RoPE, ALiBi, T5's
-16 x 16 bucket matrix, Swin's 7 x 7 window index), written by the real ``posenc`` command.
+16 x 16 bucket matrix, Swin's 7 x 7 window index) in C, Rust, ROM images, ONNX and GGUF, written by the real
+``posenc`` command.
 
 Run from anywhere: ``python sample_outputs/make_samples.py`` (or pass another directory). The test suite runs the
 same commands into a temporary directory and fails when the files here no longer match what the code writes.
@@ -36,6 +37,13 @@ SAMPLES = [
     ["relative", "--scheme", "t5", "-q", "16", "-o", "t5_buckets.h"],
     ["rope", "--config", str(CONFIGS / "llama-3.1-8b"), "-n", "16", "-o", "rope_llama31_from_config.npz"],
     ["window", "--scheme", "swin", "-w", "7", "-o", "swin_index.h"],
+    ["rope", "-n", "16", "--head-dim", "8", "-o", "rope.rs"],
+    ["generate", "-n", "16", "-d", "8", "-o", "pe.mem"],
+    ["generate", "-n", "16", "-d", "8", "--dtype", "fixed18.16", "-o", "pe_fixed18_16.mem"],
+    ["generate", "-n", "16", "-d", "8", "--dtype", "q15", "-o", "pe_q15.coe"],
+    ["rope", "-n", "16", "--head-dim", "8", "--part", "cos", "-o", "rope_cos.mif"],
+    ["rope", "-n", "16", "--head-dim", "8", "-o", "rope.onnx"],
+    ["generate", "-n", "16", "-d", "8", "-o", "pe.gguf"],
 ]
 
 

@@ -150,7 +150,7 @@ def test_hdf5_is_an_alias_of_h5_and_every_name_is_listed():
     assert by_name("hdf5") is FORMATS["h5"]
     assert FORMAT_NAMES == (*FORMATS, "hdf5")
     assert all(by_name(name) is not None for name in FORMAT_NAMES)
-    with pytest.raises(SpecError, match=r"unknown format 'xls'; choose one of npy, .*, bin, hdf5") as err:
+    with pytest.raises(SpecError, match=r"unknown format 'xls'; choose one of npy, .*, bin, .*gguf, hdf5") as err:
         by_name("xls")
     assert err.value.param == "format"
 
@@ -353,6 +353,9 @@ def test_c_outputs_keep_their_guard_and_layout(tmp_path):
 
 # ------------------------------------------------------------------------------------- 3. no double underscores
 IMPLEMENTATION = {"__cplusplus", "__STDC_VERSION__", "__GNUC__", "__clang__", "__attribute__", "__declspec", "__asm__"}
+#: The C23 #embed part of a .bin's header: the standard's and the compilers' own names.
+IMPLEMENTATION |= {"__has_embed", "__STDC_EMBED_FOUND__", "__STDC_EMBED_EMPTY__", "__limit__"}
+IMPLEMENTATION |= {"__BYTE_ORDER__", "__ORDER_LITTLE_ENDIAN__"}
 
 
 def code_identifiers(text: str) -> set[str]:

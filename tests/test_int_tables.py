@@ -432,7 +432,7 @@ def test_csv_part_of_a_mixed_table(tmp_path):
         (b"# dtype=int32\n1.0\n", "b'1.0' is not an integer value of int32"),
         (b"# dtype=int16 scale=0.5 zero_point=0\n1\n", "the key 'scale' is not one of its keys"),
         (b"# dtype=int8 scale=0.5\n1\n", "it lacks one of its keys (int8 takes scale, zero_point)"),
-        (b"# dtype=uint16\n1\n", "dtype 'uint16'; the line names q15, q7, int8, int16, int32, int64"),
+        (b"# dtype=uint16\n1\n", "dtype 'uint16'; the line names q31, q15, q7, int8, int16, int32, int64 or fixed"),
     ],
 )
 def test_csv_integers_out_of_their_range_are_refused(content, words):

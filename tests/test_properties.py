@@ -33,7 +33,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from posenc_cli import api
-from posenc_cli.dtypes import DTYPES, FLOATS
+from posenc_cli.dtypes import DTYPES as NAMED_DTYPES
+from posenc_cli.dtypes import FLOATS
 from posenc_cli.encodings import presets
 from posenc_cli.errors import SpecError
 from posenc_cli.formats import FORMATS
@@ -58,10 +59,20 @@ STORAGE = {
     "float64": "<f8",
     "float16": "<f2",
     "bfloat16": "<u2",
+    "q31": "<i4",
     "q15": "<i2",
     "q7": "i1",
     "int8": "i1",
+    "fixed18.16": "<i4",
+    "fixed12.9": "<i2",
+    "fixed5.4": "i1",
+    "fixed48.40": "<i8",
 }
+#: The named types and general fixed-point ones of several widths and storages.
+DTYPES = (*NAMED_DTYPES, "fixed18.16", "fixed12.9", "fixed5.4", "fixed48.40")
+#: (total, fractional) bits of each fixed-point type, spelled out here rather than parsed by the code under test.
+FIXED = {"q31": (32, 31), "q15": (16, 15), "q7": (8, 7), "fixed18.16": (18, 16), "fixed12.9": (12, 9)}
+FIXED.update({"fixed5.4": (5, 4), "fixed48.40": (48, 40)})
 VALUE_TYPE = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
 #: The presets as presets.py documents them (its docstring and the framework each reproduces), written out again
@@ -110,9 +121,9 @@ def stored(z: Exact, dtype: str, scale: float | None = None, zero_point: int = 0
     if dtype in VALUE_TYPE:
         value_type = VALUE_TYPE[dtype]
         return _bits(round_exact(z, value_type) if isinstance(z, Fraction) else rounded(z, value_type))
-    if dtype in ("q15", "q7"):
-        bits = 15 if dtype == "q15" else 7
-        n, top = _round_half_away(z * 2**bits), 2**bits
+    if dtype in FIXED:
+        total, frac = FIXED[dtype]
+        n, top = _round_half_away(z * 2**frac), 2 ** (total - 1)
     else:
         assert scale is not None
         quotient = z / Fraction(scale) if isinstance(z, Fraction) else z / mpmath.mpf(scale)

@@ -221,6 +221,52 @@ FORMATS: dict[str, Format] = {
         ),
         options=C_OPTIONS,
     ),
+    "rs": Format(
+        "rs",
+        (".rs",),
+        "Rust source: each array a pub static fixed-size array, with its sizes as pub consts",
+        _lazy("rust", "dump"),
+        text=True,
+    ),
+    "mem": Format(
+        "mem",
+        (".mem",),
+        "Verilog $readmemh ROM image: one hex word per line, row-major, the element type's width",
+        _lazy("rom", "dump_mem"),
+        _lazy("rom", "load_mem"),
+        text=True,
+        single=True,
+    ),
+    "coe": Format(
+        "coe",
+        (".coe",),
+        "Xilinx COE ROM image (Vivado block memory): radix 16, one word per entry",
+        _lazy("rom", "dump_coe"),
+        _lazy("rom", "load_coe"),
+        text=True,
+        single=True,
+    ),
+    "mif": Format(
+        "mif",
+        (".mif",),
+        "Intel (Altera) Memory Initialization File: WIDTH, DEPTH, hex data",
+        _lazy("rom", "dump_mif"),
+        _lazy("rom", "load_mif"),
+        text=True,
+        single=True,
+    ),
+    "onnx": Format(
+        "onnx",
+        (".onnx",),
+        "ONNX model whose outputs are the table's arrays, held as initializers (the onnx extra)",
+        _lazy("onnx", "dump"),
+    ),
+    "gguf": Format(
+        "gguf",
+        (".gguf",),
+        "GGUF (llama.cpp): the arrays as tensors, posenc's parameters as metadata",
+        _lazy("gguf", "dump"),
+    ),
 }
 
 

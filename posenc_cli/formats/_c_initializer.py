@@ -1,4 +1,5 @@
-"""The body of a C initializer: how :mod:`posenc_cli.formats.c` lays out the values of one array.
+"""The body of a C initializer: how :mod:`posenc_cli.formats.c` lays out the values of one array (and
+:mod:`posenc_cli.formats.rust` too, in square brackets: :func:`write_nested`).
 
 - 1-D: the values, ``element.per_line`` to a line, after four spaces (``    0.0f, 1.0f, ...``).
 - 2-D: one ``    {...},`` line per row, wrapped after every ``per_line`` values (continuation lines indented to the
@@ -22,10 +23,11 @@ from typing import Protocol
 
 import numpy as np
 
-from ..table import Table
+from ..table import Array, Table
 from ._blocks import row_blocks
-from ._c_identity import ValuesHash, blocks
+from ._c_identity import ValuesHash
 from ._ctypes import CElement
+from ._spell import Spell
 
 
 class Sink(Protocol):
@@ -37,10 +39,26 @@ class Sink(Protocol):
 def write_values(table: Table, key: str, element: CElement, fp: Sink, hasher: ValuesHash | None) -> None:
     """The initializer's body of ``table.arrays[key]``, spelled as ``element`` says (the module docstring), its
     values fed to ``hasher`` on the way."""
-    array = table.arrays[key]
+    write_nested(table.arrays[key], element.spell, fp, hasher, per_line=element.per_line)
+
+
+def write_nested(
+    array: Array,
+    spell: Spell,
+    fp: Sink,
+    hasher: ValuesHash | None = None,
+    *,
+    per_line: int,
+    brackets: tuple[bytes, bytes] = (b"{", b"}"),
+    last: bytes = b"\n",
+) -> None:
+    """The values of ``array`` laid out as the module docstring says, in ``brackets`` (C's braces, Rust's square
+    brackets), ``per_line`` values to a line, ``last`` after a 1-D array's final value (C: a line end; Rust: a
+    trailing comma too), each block fed to ``hasher`` (if any) before it is spelled."""
+    opening, closing = brackets
     if array.ndim == 1:
         # In pieces of whole lines: the separators depend only on the position in the line.
-        step = element.per_line * 4096
+        step = per_line * 4096
         count = array.shape[0]
         values = np.asarray(array)
         if hasher is not None:
@@ -48,32 +66,35 @@ def write_values(table: Table, key: str, element: CElement, fp: Sink, hasher: Va
             hasher.update(values)
         for lo in range(0, count, step):
             hi = min(lo + step, count)
-            seps = [b",\n    " if (j + 1) % element.per_line == 0 else b", " for j in range(lo, hi)]
+            seps = [b",\n    " if (j + 1) % per_line == 0 else b", " for j in range(lo, hi)]
             if hi == count:
-                seps[-1] = b"\n"
-            fp.write(element.spell(values[None, lo:hi], seps, b"    " if lo == 0 else b""))
+                seps[-1] = last
+            fp.write(spell(values[None, lo:hi], seps, b"    " if lo == 0 else b""))
         return
     columns = array.shape[-1]
     indent = b"    " * (array.ndim - 1)
-    seps = [b",\n" + indent + b" " if (j + 1) % element.per_line == 0 else b", " for j in range(columns)]
-    seps[-1] = b"},\n"
-    if array.ndim == 2:
-        for block in blocks(table, hasher, key):
-            fp.write(element.spell(block, seps, indent + b"{"))
-        return
-    # N-D (always an ndarray: rows computed on demand are 2-D): the rows of the last two axes, in blocks of rows
-    # whatever the leading axes' sizes, each row's text split out to put the braces of the levels around it.
-    rows = np.asarray(array).reshape(-1, columns)
-    levels = [(math.prod(array.shape[depth:-1]), b"    " * depth) for depth in range(1, array.ndim - 1)]
+    row_end = closing + b",\n"
+    seps = [b",\n" + indent + b" " if (j + 1) % per_line == 0 else b", " for j in range(columns)]
+    seps[-1] = row_end
     if hasher is not None:
         hasher.start(array)
+    if array.ndim == 2:
+        for _, block in row_blocks(array, 1 << 20):
+            if hasher is not None:
+                hasher.update(block)
+            fp.write(spell(block, seps, indent + opening))
+        return
+    # N-D (always an ndarray: rows computed on demand are 2-D): the rows of the last two axes, in blocks of rows
+    # whatever the leading axes' sizes, each row's text split out to put the brackets of the levels around it.
+    rows = np.asarray(array).reshape(-1, columns)
+    levels = [(math.prod(array.shape[depth:-1]), b"    " * depth) for depth in range(1, array.ndim - 1)]
     for first, block in row_blocks(rows, 1 << 20):
         if hasher is not None:
             hasher.update(block)
-        texts = element.spell(block, seps, indent + b"{").split(b"},\n")  # "}," ends rows only
+        texts = spell(block, seps, indent + opening).split(row_end)  # the closing bracket and "," end rows only
         out = []
         for row, text in enumerate(texts[:-1], first):
-            out += [pad + b"{\n" for span, pad in levels if row % span == 0]
-            out.append(text + b"},\n")
-            out += [pad + b"},\n" for span, pad in reversed(levels) if (row + 1) % span == 0]
+            out += [pad + opening + b"\n" for span, pad in levels if row % span == 0]
+            out.append(text + row_end)
+            out += [pad + row_end for span, pad in reversed(levels) if (row + 1) % span == 0]
         fp.write(b"".join(out))

@@ -29,11 +29,12 @@ concurrent write does not compile; :mod:`~posenc_cli.formats._c_identity` says w
     #endif
 
 ``.bin`` (format ``bin``): the stored values, little-endian, each array padded to 16 bytes, and a ``.h`` with the
-declarations, ``<NAME>_TABLE_ID`` and an ``__asm__`` block (where ``<NAME>_INCBIN`` is defined) whose ``.incbin``
-lines define the arrays. The block refuses a ``.bin`` of another size: after each ``.incbin``, ``.org . + (. -
-<symbol>) - <size>`` moves backwards (an assembler error) when fewer bytes were read (GNU as stops there by itself,
-clang's assembler would pad), and the block ends with ``.incbin "<stem>.bin", <total>`` and ``.org <last symbol> +
-<its size>``, backwards when the ``.bin`` holds more. A ``.bin`` of the right size and other values is refused by
+declarations and ``<NAME>_TABLE_ID``. The one translation unit that defines ``<NAME>_INCBIN`` defines the arrays
+from the ``.bin``: in C23 with ``#embed`` where the compiler has it (Clang 19+, GCC 15+: any target), as unions
+whose bytes ``#embed`` initialises, each array's name a macro for its union's array in that unit; elsewhere with
+the assembler's ``.incbin`` (GCC, Clang, ELF targets). Every other unit, in C or C++, declares and links the same
+symbols either way. Both refuse a ``.bin`` of another size and a big-endian target at build time
+(:mod:`~posenc_cli.formats._c_bin` is the spec). A ``.bin`` of the right size and other values is refused by
 ``posenc verify`` and ``inspect``, which check the identity; a build cannot.
 
 C++ (``lang="c++"``, which the suffixes ``.hpp``/``.hh``/``.hxx`` and ``.cpp``/``.cc``/``.cxx`` imply): the same
@@ -83,7 +84,6 @@ import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import BinaryIO, Literal
 
 import numpy as np
@@ -92,9 +92,10 @@ from .._version import __version__
 from ..errors import FormatError, PosencAdvice, SpecError
 from ..table import Table
 from ._blocks import row_blocks
+from ._c_bin import PAD, bin_header
 from ._c_identity import ValuesHash, remember, table_id, values_digest
 from ._c_initializer import Sink, write_values
-from ._c_names import CNames, asm_string, c_names, c_string, check_file_name, comment_line
+from ._c_names import CNames, c_names, c_string, check_file_name, comment_line
 from ._ctypes import CElement, c_elements, summary
 from ._spell import element_name, is_affine
 from ._suffixes import header_name
@@ -159,18 +160,19 @@ def dump_declarations(table: Table, fp: BinaryIO, options: WriteOptions) -> None
 
 
 def dump_incbin_header(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write the ``.h`` of the ``bin`` format: declarations, identity, and the ``.incbin`` that defines the arrays.
+    """Write the ``.h`` of the ``bin`` format: declarations, identity, and the definitions of the arrays.
 
     Compilers take about a second per MiB of initializer (gcc 12.8 s and 707 MiB, clang 20.5 s and 2 GiB for a
-    16 MiB table); the assembler copies the same bytes in milliseconds. The ``.incbin`` block is emitted where the
-    translation unit defines ``<NAME>_INCBIN`` (exactly one must), for GCC and Clang on ELF targets.
+    16 MiB table); ``#embed`` and the assembler copy the same bytes in milliseconds. The definitions are compiled
+    where the translation unit defines ``<NAME>_INCBIN`` (exactly one must): C23 ``#embed`` where the compiler has
+    it, else ``.incbin`` (GCC and Clang on ELF targets; :mod:`~posenc_cli.formats._c_bin`).
     """
     render("incbin", table, fp, options)
 
 
 def dump_raw(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write the ``.bin`` of the ``bin`` format: each array's stored values, little-endian, one after another, each
-    padded with zeros to a multiple of 16 bytes so that the next one starts aligned."""
+    padded with zeros to a multiple of 16 bytes (:data:`~._c_bin.PAD`) so that the next one starts aligned."""
     _Unit.of(table, options, "incbin")
     hasher = ValuesHash()
     for array in table.arrays.values():
@@ -178,7 +180,7 @@ def dump_raw(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
         for _, block in row_blocks(array):
             hasher.update(block)
             fp.write(np.ascontiguousarray(block, array.dtype.newbyteorder("<")).tobytes())
-        fp.write(bytes(-array.nbytes % 16))
+        fp.write(bytes(-array.nbytes % PAD))
     remember(table, hasher.hexdigest())
 
 
@@ -328,29 +330,21 @@ def _declarations(unit: _Unit, variant: Variant) -> str:
     identity = unit.identity()
     if options.lang == "c++":
         return _cxx_declarations(unit, identity)
-    incbin = ""
-    if variant == "incbin":
-        check_file_name(unit.filename(), "the file name")
-        binary = check_file_name(PurePath(unit.filename()).with_suffix(".bin").name, "the .bin name")
-        extra, incbin = _incbin(unit, binary)
-        placement = ""
-    else:
-        extra = [
-            "The definitions are in the .c file that includes this header; it stops the build if this header",
-            f"holds another table ({names.table_id}).",
-        ]
-        placement = _placement(options)
+    binary = bin_header(unit.table, names, unit.elements, options, unit.filename()) if variant == "incbin" else None
+    placement = "" if binary else _placement(options)
     declarations = "".join(
         f"{unit.elements[key].prefix}extern const {unit.typed(key)}{placement};\n" for key in unit.table.arrays
     )
+    block = f'#ifdef __cplusplus\nextern "C" {{\n#endif\n\n{declarations}\n#ifdef __cplusplus\n}}\n#endif\n'
+    extra = [
+        "The definitions are in the .c file that includes this header; it stops the build if this header",
+        f"holds another table ({names.table_id}).",
+    ]
     return (
-        _comment(unit, extra)
+        _comment(unit, binary.notes if binary else extra)
         + f"#ifndef {names.guard}\n#define {names.guard}\n\n"
         + _c_preamble(unit, attribute=bool(placement) and not options.progmem, identity=identity)
-        + '#ifdef __cplusplus\nextern "C" {\n#endif\n\n'
-        + declarations
-        + "\n#ifdef __cplusplus\n}\n#endif\n\n"
-        + incbin
+        + (binary.around(block) if binary else block + "\n")
         + f"#endif /* {names.guard} */\n"
     )
 
@@ -377,39 +371,6 @@ def _cxx_declarations(unit: _Unit, identity: str) -> str:
         + (f"{close}\n" if close else "")
         + f"#endif /* {names.guard} */\n"
     )
-
-
-def _incbin(unit: _Unit, binary: str) -> tuple[list[str], str]:
-    """The comment lines and the ``__asm__`` block of the ``.h`` of a ``.bin`` (module docstring)."""
-    options, names = unit.options, unit.names
-    section = ".progmem.data" if options.progmem else ".rodata"
-    align = max(options.align or 1, 16)
-    file = asm_string(binary)
-    asm = [f".section {section}"]
-    offset = 0
-    symbol, size = "", 0
-    for key, symbol in names.symbols.items():
-        size = unit.table.arrays[key].nbytes
-        asm += [
-            f".balign {align}",
-            f".global {symbol}",
-            f".type {symbol}, %object",
-            f"{symbol}:",
-            f'.incbin "{file}", {offset}, {size}',
-            f".org . + (. - {symbol}) - {size}",
-            f".size {symbol}, . - {symbol}",
-        ]
-        offset += size + (-size % 16)
-    asm += [f'.incbin "{file}", {offset}', f".org {symbol} + {size}", ".previous"]
-    block = "".join(f'    "{c_string(line + chr(10))}"\n' for line in asm)
-    extra = [
-        f"The values are in {binary} (the stored values, little-endian, row-major). Define {names.incbin} in",
-        "exactly one translation unit to pull them in with the assembler's .incbin (GCC or Clang, ELF targets,",
-        f"little-endian); the assembler must find {binary}: compile in its directory or pass -Wa,-I<its directory>.",
-        f"The assembler stops the build if {binary} does not hold exactly {offset} bytes (an .org that moves",
-        f"backwards); {names.table_id} identifies the table.",
-    ]
-    return extra, f"#ifdef {names.incbin}\n__asm__(\n{block});\n#endif\n\n"
 
 
 def _note_if_big(table: Table) -> None:

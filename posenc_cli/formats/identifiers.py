@@ -32,6 +32,12 @@ The mapping (``xxd -i``'s, made strict):
    becomes ``int_``: a part always ends the identifier it is in, ``pe_int_`` or ``PE_INT_``, so that ``_`` is
    never doubled).
 
+Rust (``rust=True``, what the Rust writer passes): the same mapping, and the keywords are those of C/C++ and
+:data:`RUST_KEYWORDS` (strict, reserved and weak keywords of every edition), so ``match`` becomes ``pe_match`` or,
+as a part, ``match_``. Rust has no raw identifier here: ``r#type`` maps to ``r_type`` like any other text. A name
+the user gives is checked by :func:`check_name` as for C; the Rust writer uses it in upper case only, and no Rust
+keyword is upper case (``Self`` becomes ``SELF``).
+
 Examples
 --------
 >>> identifier('x[1]={0};__attribute__((constructor)) static void p(void)')
@@ -40,6 +46,8 @@ Examples
 ('etc_passwd', 'pe_2048x512', 'pe_int', 'int_')
 >>> identifiers(["cos", "sin"], part=True)
 ['cos', 'sin']
+>>> identifier("match", rust=True), identifier("r#type", part=True, rust=True), identifier("match", part=True)
+('pe_match', 'r_type', 'match')
 """
 
 from __future__ import annotations
@@ -60,6 +68,16 @@ KEYWORDS = frozenset(
     reinterpret_cast requires restrict return short signed sizeof static static_assert static_cast struct switch
     template this thread_local throw true try typedef typeid typename typeof typeof_unqual union unsigned using
     virtual void volatile wchar_t while xor xor_eq
+    """.split()
+)
+
+#: Rust's keywords (the Reference, "Keywords"): strict and reserved ones of the 2015 to 2024 editions, and the weak
+#: ones, which are identifiers everywhere but a few places (``union``, ``raw``, ``safe``, ``macro_rules``).
+RUST_KEYWORDS = frozenset(
+    """
+    Self abstract as async await become box break const continue crate do dyn else enum extern false final fn for
+    gen if impl in let loop macro macro_rules match mod move mut override priv pub raw ref return safe self static
+    struct super trait true try type typeof union unsafe unsized use virtual where while yield
     """.split()
 )
 
@@ -100,33 +118,33 @@ def check_name(name: str, *, param: str = "name") -> str:
     return name
 
 
-def identifier(text: str, *, part: bool = False) -> str:
+def identifier(text: str, *, part: bool = False, rust: bool = False) -> str:
     """The C identifier posenc makes of ``text`` (a name from a file, or a suffix with ``part=True``): the mapping
     in the module docstring. The result always matches ``[A-Za-z0-9][A-Za-z0-9_]*`` without ``__``; a whole name
     passes :func:`check_name` (so it neither ends in ``_`` nor is a keyword), a part ends in ``_`` only when it is
-    a keyword."""
+    a keyword. ``rust``: Rust's keywords (:data:`RUST_KEYWORDS`) are avoided as well."""
     name = re.sub(r"_+", "_", _NOT_IDENTIFIER.sub("_", str(text))).strip("_")
     if part:
         name = name or "x"
     elif not name[:1].isalpha():
         name = "pe_" + name if name else "pe"
     name = name[:MAX_NAME].rstrip("_")
-    if name in KEYWORDS:
+    if name in KEYWORDS or (rust and name in RUST_KEYWORDS):
         return name + "_" if part else "pe_" + name
     return name
 
 
-def identifiers(names: Iterable[str], *, part: bool = False, what: str = "array") -> list[str]:
+def identifiers(names: Iterable[str], *, part: bool = False, what: str = "array", rust: bool = False) -> list[str]:
     """:func:`identifier` of each name, in order; ``FormatError`` when two different names map to the same one
     (``a-b`` and ``a_b``), naming both: posenc never lets one silently stand for the other."""
     seen: dict[str, str] = {}
     out = []
     for name in names:
-        made = identifier(name, part=part)
+        made = identifier(name, part=part, rust=rust)
         if made in seen and seen[made] != name:
             raise FormatError(
-                f"{what} names {seen[made]!r} and {name!r} both become the C identifier {made!r}; "
-                "rename one of them (posenc maps every character outside A-Z, a-z, 0-9 to '_')"
+                f"{what} names {seen[made]!r} and {name!r} both become the {'Rust' if rust else 'C'} identifier "
+                f"{made!r}; rename one of them (posenc maps every character outside A-Z, a-z, 0-9 to '_')"
             )
         seen[made] = name
         out.append(made)
