@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 
@@ -22,3 +24,14 @@ def require_tool(name: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def touch_later(path: Path, root: Path) -> None:
+    """Touch ``path`` (now, never in the future) so that it is newer than every file under ``root``, whatever the
+    file system's time stamp resolution (make and Ninja compare mtimes)."""
+    newest = max(p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file())
+    while True:
+        os.utime(path)
+        if path.stat().st_mtime_ns > newest:
+            return
+        time.sleep(0.01)

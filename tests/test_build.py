@@ -642,3 +642,82 @@ def test_a_manifest_option_the_format_does_not_take_is_refused_before_anything_i
     result = CliRunner().invoke(cli, ["build", str(manifest)])
     assert_one_line_error(result, 2, "table #2", "npy")
     assert sorted(os.listdir(tmp_path)) == ["posenc.toml"]
+
+
+# ------------------------------------------------------------- posenc build --list-outputs / --make-dirs (CMake's)
+def _manifest(folder: Path, *outputs: str, extra: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(
+        f'[[table]]\ncommand = "generate"\noutput = "{o}"\nseq_len = 4\nd_model = 4\n{extra}' for o in outputs
+    )
+    (folder / "posenc.toml").write_text(text)
+    return folder / "posenc.toml"
+
+
+def test_list_outputs_prints_every_file_a_build_writes_and_writes_nothing(tmp_path):
+    manifest = _manifest(tmp_path / "m", "one.h", "two.c", "pe_f32.npy", "sub/pe.csv")
+    manifest.write_text(manifest.read_text() + '[[table]]\ncommand = "generate"\noutput = "bf.npy"\nseq_len = 4\n'
+                        'd_model = 4\ndtype = "bfloat16"\n')  # fmt: skip
+    (tmp_path / "m" / "sub").mkdir()
+    before = sorted(p.name for p in (tmp_path / "m").rglob("*"))
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs"])
+    assert result.exit_code == 0, result.output
+    folder = (tmp_path / "m").resolve()
+    # A .c brings its .h; the bfloat16 .npy its .json sidecar; the float32 .npy needs none.
+    names = ["one.h", "two.c", "two.h", "pe_f32.npy", "sub/pe.csv", "bf.npy", "bf.json"]
+    assert result.stdout.splitlines() == [str(folder / n) for n in names]
+    assert sorted(p.name for p in (tmp_path / "m").rglob("*")) == before  # nothing written
+
+
+def test_list_outputs_is_a_build_dry_run_exactly(tmp_path):
+    """The listed files are the ones `posenc build` then writes, under --output-dir."""
+    manifest = _manifest(tmp_path / "m", "a.c", "b.npy", extra='dtype = "q15"\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--output-dir", str(out), "--list-outputs"])
+    assert result.exit_code == 0, result.output
+    assert list(out.iterdir()) == []
+    assert CliRunner().invoke(cli, ["build", str(manifest), "--output-dir", str(out)]).exit_code == 0
+    assert sorted(result.stdout.splitlines()) == sorted(str(p.resolve()) for p in out.iterdir())
+
+
+def test_make_dirs_creates_the_output_folders_only_inside_the_output_root(tmp_path):
+    manifest = _manifest(tmp_path / "m", "deep/er/pe.h", "../escape/pe.h")
+    out = tmp_path / "build" / "gen"
+    (tmp_path / "build").mkdir()
+    result = CliRunner().invoke(
+        cli, ["build", str(manifest), "--output-dir", str(out), "--make-dirs", "--list-outputs"]
+    )
+    # The escaping entry gets no folder: the manifest is refused (an output outside its root), nothing written.
+    assert result.exit_code == 2 and "../escape/pe.h" in result.output and result.stdout == ""
+    assert (out / "deep" / "er").is_dir() and not (tmp_path / "build" / "escape").exists()
+    # A link inside the root that leads out of it is not followed to create folders there.
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    manifest = _manifest(tmp_path / "m2", "link/new/pe.h")
+    (tmp_path / "m2" / "link").symlink_to(target)
+    CliRunner().invoke(cli, ["build", str(manifest), "--make-dirs"])
+    assert list(target.iterdir()) == []
+    # Without --make-dirs a missing folder is an error, as ever; with it, the build works in a fresh tree.
+    manifest = _manifest(tmp_path / "m3", "tables/pe.h")
+    fresh = tmp_path / "fresh"
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--output-dir", str(fresh)])
+    assert result.exit_code == 1 and "does not exist" in result.output
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--output-dir", str(fresh), "--make-dirs"])
+    assert result.exit_code == 0 and (fresh / "tables" / "pe.h").is_file()
+
+
+@pytest.mark.parametrize("flag", ["--check", "--json", "--depfile=x.d"])
+def test_list_outputs_takes_no_option_that_writes_or_reports(tmp_path, flag):
+    manifest = _manifest(tmp_path / "m", "pe.h")
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs", flag])
+    assert result.exit_code == 2
+    assert f"--list-outputs writes nothing and prints paths: it does not take {flag.split('=')[0]}" in result.output
+
+
+@pytest.mark.parametrize("name", ["a;b.h", "new\\nline.h", "[x].h"])
+def test_list_outputs_refuses_names_a_build_system_would_misread(tmp_path, name):
+    """One path a line, for CMake lists: a newline, ';' or brackets in a name are refused, as a depfile refuses them."""
+    manifest = _manifest(tmp_path / "m", name)
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs"])
+    assert result.exit_code == 2 and "in a depfile" in result.output and result.stdout == ""

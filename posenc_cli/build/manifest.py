@@ -153,13 +153,16 @@ class Manifest:
         return tuple(dict.fromkeys(p for entry in self.entries for p in entry.inputs.values()))
 
 
-def load_manifest(path: PathLike, *, output_dir: PathLike | None = None, allow_outside: bool = False) -> Manifest:
+def load_manifest(
+    path: PathLike, *, output_dir: PathLike | None = None, allow_outside: bool = False, make_dirs: bool = False
+) -> Manifest:
     """Read and check a manifest in full (see the module's docstring), writing nothing.
 
     Outputs are relative to ``output_dir`` if given (an out-of-source build tree), else to the manifest's directory,
     and must resolve (symbolic links followed) inside that folder unless ``allow_outside``: a manifest is not
     trusted, and ``output = "../../home/me/.profile"``, an absolute path or a link committed beside it would
-    otherwise replace files anywhere.
+    otherwise replace files anywhere. ``make_dirs`` creates each output's missing folder, only where it resolves
+    inside that folder (a fresh build tree has none of them; a hostile ``output`` creates nothing outside).
 
     Raises
     ------
@@ -204,7 +207,10 @@ def load_manifest(path: PathLike, *, output_dir: PathLike | None = None, allow_o
         raise _spec(f"{label}: expected [[table]] entries (an array of tables, each with command and output), "
                     f"got {found}")  # fmt: skip
     base = Path(os.fspath(output_dir)) if output_dir is not None else path.parent
-    entries = [_entry(label, i, raw, layers, base, path.parent, allow_outside) for i, raw in enumerate(tables, 1)]
+    folders = Path(os.path.realpath(base)) if make_dirs else None
+    entries = [
+        _entry(label, i, raw, layers, base, path.parent, allow_outside, folders) for i, raw in enumerate(tables, 1)
+    ]
     _check_collisions(label, path, entries)
     root = None if allow_outside else Path(os.path.realpath(base))
     if root is not None:
@@ -338,8 +344,10 @@ def _entry(
     base: Path,
     sources: Path,
     allow_outside: bool,
+    folders: Path | None = None,
 ) -> Entry:
-    """One checked entry; ``base`` is where outputs go, ``sources`` the manifest's folder, where inputs are read."""
+    """One checked entry; ``base`` is where outputs go, ``sources`` the manifest's folder, where inputs are read;
+    ``folders``, when given, the root inside which the output's missing folder is created."""
     raw = _renamed(raw, label)
     output = raw.get("output")
     where = f"{label}, table #{index}" + (f" (output {output!r})" if isinstance(output, str) else "")
@@ -389,6 +397,9 @@ def _entry(
                 inputs[key] = config_file(inputs[key])
             if not allow_outside:
                 check_inside(root, inputs[key], f"{where}: {key} {options[key]!r}")
+    if folders is not None and not os.path.isdir(path.parent):
+        check_inside(folders, path.parent, f"{where}: the folder of output {output!r}")
+        os.makedirs(path.parent, exist_ok=True)
     with about(where, origins):
         out = api.plan(path, format=options["format"], name=options["name"])
         api.c_write_options(out, {key: options[key] for key in _C_OPTIONS}, header=options["header"])

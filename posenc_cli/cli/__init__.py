@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import click
 
 from .._version import __version__
+from ..cmake import FOLDER as CMAKE_DIR
 from ._run import PosencGroup
 from .build import build_command
 from .files import convert_command, inspect_command, verify_command
@@ -30,6 +31,19 @@ from .view import plot_command, show_command
 __all__ = ["cli", "main"]
 
 
+def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--cmake-dir``: the folder on stdout, nothing else; exit 0 (1 if the install lacks its CMake files)."""
+    if not value or ctx.resilient_parsing:
+        return
+    if not (CMAKE_DIR / "posenc-config.cmake").is_file():
+        raise click.ClickException(
+            f"posenc's CMake files are missing from {str(CMAKE_DIR)!r}: this installation is incomplete; "
+            "reinstall posenc (pip install --force-reinstall posenc)"
+        )
+    click.echo(str(CMAKE_DIR))
+    ctx.exit(0)
+
+
 @click.group(
     cls=PosencGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -37,6 +51,14 @@ __all__ = ["cli", "main"]
     no_args_is_help=False,
 )
 @click.version_option(__version__, "-V", "--version", prog_name="posenc", message="%(prog)s %(version)s")
+@click.option(
+    "--cmake-dir",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_cmake_dir,
+    help="Print the folder of posenc's CMake package (for find_package(posenc CONFIG): -Dposenc_DIR=...) and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Positional-encoding tables for Transformers: correctly rounded, written as .npy, .h5, .csv or C.

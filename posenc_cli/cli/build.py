@@ -2,12 +2,18 @@
 
 Errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; ``--check`` exits 1 when an output
 would change.
+
+For build systems that must know a manifest's outputs before they run it (CMake's ``posenc_add_manifest``, Meson):
+``--list-outputs`` prints every file the build writes, one absolute path a line, and writes nothing; ``--make-dirs``
+first creates the folders the outputs go in (inside the output root only), so that a fresh build tree, which has
+none of them, can be listed and built.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -47,6 +53,18 @@ __all__ = ["build_command"]
     is_flag=True,
     help="Let the manifest write outside its folder (or --output-dir), and the depfile go anywhere.",
 )
+@click.option(
+    "--list-outputs",
+    "list_outputs",
+    is_flag=True,
+    help="Write nothing; print every file the build writes, one absolute path a line (for CMake, Meson).",
+)
+@click.option(
+    "--make-dirs",
+    "make_dirs",
+    is_flag=True,
+    help="Create the folders the outputs go in, when missing (only inside the output root).",
+)
 @click.option("--only", multiple=True, metavar="OUTPUT", help="Build only this output (as the manifest spells it).")
 @click.option("--json", "as_json", is_flag=True, help="Print a report (outputs, status, shapes, sha256) on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No notes, and --check names nothing.")
@@ -61,6 +79,8 @@ def build_command(
     depfile: str | None,
     output_dir: str | None,
     allow_outside: bool,
+    list_outputs: bool,
+    make_dirs: bool,
     only: tuple[str, ...],
     as_json: bool,
     quiet: bool,
@@ -94,9 +114,25 @@ def build_command(
       posenc build                                   # posenc.toml in this directory
       posenc build tables.toml --check               # CI: exit 1 if a table is out of date
       posenc build posenc.toml --depfile tables.d    # add_custom_command(... DEPFILE tables.d)
+      posenc build --list-outputs                    # every file it writes, one a line
     """
+    if list_outputs:
+        clash = next(
+            (flag for flag, given in (("--check", check), ("--depfile", depfile), ("--json", as_json)) if given), None
+        )
+        if clash is not None:
+            raise click.UsageError(f"--list-outputs writes nothing and prints paths: it does not take {clash}", ctx)
     with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet=quiet, advice=verbose and not check):
-        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside)
+        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside, make_dirs=make_dirs)
+        if list_outputs:
+            # The files a --check run reports are exactly those a build writes (a .npy's sidecar only when its
+            # table needs one): the same code decides both. A name no depfile can hold is refused here, before
+            # a build system declares it.
+            listed = building.build(plan, check=True, only=list(only) if only else None)
+            building.depfile_text(listed, manifest)
+            for path in listed.paths:
+                click.echo(os.path.abspath(path))
+            return
         if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
             if not depfile.strip():
                 raise SpecError(f"the depfile must be a file name, got {depfile!r}", param="depfile")

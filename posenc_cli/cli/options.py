@@ -26,6 +26,11 @@ class _Typed(click.ParamType):  # type: ignore[type-arg]
         self.kind = kind
         self.name = kind.metavar
 
+    def get_metavar(self, *args: Any, **kwargs: Any) -> str | None:
+        """A list of names (``[float32|...|fixedT.F]``) as it is spelled, as click shows a Choice; any other
+        metavar as click shows it (upper case)."""
+        return self.kind.metavar if self.kind.metavar.startswith("[") else None
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):
             return value  # a default, already typed

@@ -36,6 +36,8 @@ def _type(param: click.Parameter) -> str:
     kind = param.type
     if isinstance(kind, click.Choice):
         return " \\| ".join(f"`{c}`" for c in kind.choices)
+    if kind.name.startswith("["):  # a list of names and a pattern (--dtype): as the help spells it
+        return " \\| ".join(f"`{c}`" for c in kind.name.strip("[]").split("|"))
     return f"`{kind.name.upper()}`"
 
 

@@ -148,9 +148,7 @@ def c_element(name: str, options: WriteOptions, *, affine: bool = False) -> CEle
             reading = f"signed fixed point, {total} bits, {frac} fractional: value = v / 2^{frac}"
             if total < 8 * ElementType(name).storage.itemsize:
                 reading += f" (codes in [-2^{total - 1}, 2^{total - 1} - 1])"
-        return CElement(
-            f"{integer}_t", ("<stdint.h>",), "C99 or C++11", reading, integers(_INTEGER_LITERALS[integer])
-        )
+        return CElement(f"{integer}_t", ("<stdint.h>",), "C99 or C++11", reading, integers(_INTEGER_LITERALS[integer]))
     if name == "int8" and affine:
         reading = "affine int8: value = (v - ZERO_POINT) * SCALE (the macros below)"
         return CElement("int8_t", ("<stdint.h>",), "C99 or C++11", reading, decimal(name))
