@@ -315,7 +315,7 @@ def test_bad_base(bad: object, shown: str) -> None:
 
 @pytest.mark.parametrize("bad", ["float8", "foo", None, np.int32, "complex128"])
 def test_bad_dtype(bad: object) -> None:
-    expected = r"^dtype must be one of float32, float64, float16, bfloat16, q15, q7, int8, got "
+    expected = r"^dtype must be one of float32, float64, float16, bfloat16, q31, q15, q7, int8 or fixed<total>\.<frac> "
     with pytest.raises(SpecError, match=expected) as info:
         sinusoidal(2, 2, dtype=bad)
     assert info.value.param == "dtype"
