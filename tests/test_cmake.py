@@ -579,7 +579,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
     dependencies = dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (np, click, rich, h5py))
     (Path(site) / "test-dependencies.pth").write_text("\n".join(dependencies) + "\n")
+    # --ignore-installed: the .pth exposes the test environment, where a non-editable posenc may be installed too
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q"]
+    command.append("--ignore-installed")
     result = subprocess.run([*command, str(wheel)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     posenc = venv / "bin" / "posenc"
