@@ -379,3 +379,43 @@ def test_the_reader_refuses_a_header_whose_embed_part_was_changed(tmp_path, old,
     header.write_text(text.replace(old, new, 1))
     with pytest.raises(FormatError, match="posenc did not write"):
         posenc_cli.load(tmp_path / "rope.bin")
+
+
+C89_DUMP = """#define ROPE_INCBIN
+#include <stdio.h>
+#include "rope.h"
+
+static void dump(const void *p, unsigned long n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    unsigned long k;
+    for (k = 0; k < n; k++) {
+        printf("%02x", b[k]);
+    }
+    printf("\\n");
+}
+
+int main(void)
+{
+    dump(rope_cos, sizeof rope_cos);
+    dump(rope_sin, sizeof rope_sin);
+    dump(rope_inv_freq, sizeof rope_inv_freq);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_incbin_of_several_arrays_is_c89_clean_every_string_under_509_characters(tmp_path, compiler):
+    """C90 compilers need support string literals of 509 characters only, and clang -std=c89 -pedantic warns past
+    them: one __asm__ statement per array keeps each short, so a three-array table builds as C89."""
+    tool = require_tool(compiler)
+    posenc("rope", "-n", "24", "--head-dim", "8", "--name", "rope", "-o", str(tmp_path / "rope.bin"))
+    posenc("rope", "-n", "24", "--head-dim", "8", "--name", "rope", "-o", str(tmp_path / "rope.npz"))
+    (tmp_path / "main.c").write_text(C89_DUMP)
+    flags = ["-std=c89", "-Wall", "-Wextra", "-pedantic", "-Werror", "-Woverlength-strings"]
+    run([tool, *flags, "main.c", "-o", "dump"], tmp_path)
+    printed = run([str(tmp_path / "dump")], tmp_path).split()
+    with np.load(tmp_path / "rope.npz") as npz:
+        want = [npz[key].astype(npz[key].dtype.newbyteorder("<")).tobytes().hex() for key in ("cos", "sin", "inv_freq")]
+    assert printed == want

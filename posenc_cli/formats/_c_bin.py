@@ -53,10 +53,11 @@ Macros are expanded in embed parameters (Clang does; C++26 says so), so the stan
 the vendor ones have no such spelling, and the defining unit must not define ``clang``, ``gnu`` or ``offset`` as
 macros.
 
-``.incbin`` (GCC or Clang, ELF targets: ``.type`` and ``.size``), in an ``__asm__`` block: after each ``.incbin``,
+``.incbin`` (GCC or Clang, ELF targets: ``.type`` and ``.size``), one ``__asm__`` statement per array (each string
+literal under C90's 509 characters, so ``-std=c89 -pedantic`` stays clean): after each ``.incbin``,
 ``.org . + (. - <symbol>) - <size>`` moves backwards (an assembler error) when fewer bytes were read (GNU as stops
-there by itself, clang's assembler would pad), and the block ends with ``.incbin "<stem>.bin", <total>`` and
-``.org <last symbol> + <its size>``, backwards when the ``.bin`` holds more.
+there by itself, clang's assembler would pad), and the last statement ends with ``.incbin "<stem>.bin", <total>``
+and ``.org <last symbol> + <its size>``, backwards when the ``.bin`` holds more.
 
 Both: the ``.bin``'s values are little-endian, so a unit defining ``<NAME>_INCBIN`` for a big-endian target
 (``__BYTE_ORDER__``, where the compiler defines it) stops with ``#error``. Arrays are aligned to ``align``, at
@@ -215,13 +216,18 @@ def _embed(unit: _Bin) -> str:
 
 
 def _incbin(unit: _Bin) -> str:
-    """The ``__asm__`` block of the ``.incbin`` way (module docstring)."""
+    """The ``__asm__`` statements of the ``.incbin`` way (module docstring): one per array, each entering and leaving
+    the section itself, so that no string literal exceeds C90's 509 characters (``-std=c89 -pedantic`` warns past
+    them) whatever the number of arrays; the size check of the whole ``.bin`` closes the last one, right after its
+    array (the compiler may emit its own data between two statements)."""
     file = asm_string(unit.binary)
-    asm = [f".section {'.progmem.data' if unit.options.progmem else '.rodata'}"]
-    symbol, end = "", 0
-    for key, symbol in unit.names.symbols.items():
+    section = f".section {'.progmem.data' if unit.options.progmem else '.rodata'}"
+    symbols = list(unit.names.symbols.items())
+    statements = []
+    for number, (key, symbol) in enumerate(symbols, 1):
         offset, size = unit.spans[key]
-        asm += [
+        asm = [
+            section,
             f".balign {unit.align}",
             f".global {symbol}",
             f".type {symbol}, %object",
@@ -230,7 +236,9 @@ def _incbin(unit: _Bin) -> str:
             f".org . + (. - {symbol}) - {size}",
             f".size {symbol}, . - {symbol}",
         ]
-        end = size
-    asm += [f'.incbin "{file}", {unit.total}', f".org {symbol} + {end}", ".previous"]
-    block = "".join(f'    "{c_string(line + chr(10))}"\n' for line in asm)
-    return f"__asm__(\n{block});\n"
+        if number == len(symbols):
+            asm += [f'.incbin "{file}", {unit.total}', f".org {symbol} + {size}"]
+        asm.append(".previous")
+        block = "".join(f'    "{c_string(line + chr(10))}"\n' for line in asm)
+        statements.append(f"__asm__(\n{block});\n")
+    return "".join(statements)
