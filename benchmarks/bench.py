@@ -6,6 +6,7 @@ is installed; peers that are not importable (torch, positional-encodings, pyarro
     python benchmarks/bench.py                 # everything (writes ~8 GiB of scratch files, a few minutes)
     python benchmarks/bench.py --quick         # skip the 4 GiB streaming case
     python benchmarks/bench.py --markdown      # the table as markdown, for the README
+    python benchmarks/bench.py --targets       # only the speed issue's five rows, each with its peer and target
 
 Each timing is the median of ``--repeat`` runs. The targets are those of the "exact and fast" issue; every line says
 whether the target was met in this run.
@@ -154,22 +155,129 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="skip the 4 GiB streaming case")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown on stdout")
+    parser.add_argument("--targets", action="store_true", help="only the speed issue's five rows (#17)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: a temp dir in .)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir=args.dir or Path.cwd()))
     report = Report()
     print(f"machine: {machine()}", file=sys.stderr)
     try:
-        generation(report, args.repeat)
-        text(report, args.repeat, scratch)
-        startup(report, args.repeat, scratch)
-        compile_time(report, scratch)
-        if not args.quick:
-            streaming(report, scratch)
+        targets(report, args.repeat, scratch, args.quick)
+        if not args.targets:
+            generation(report, args.repeat)
+            text(report, args.repeat, scratch)
+            startup(report, args.repeat, scratch)
+            compile_time(report, scratch)
+            if not args.quick:
+                streaming(report, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if args.markdown:
         print(f"Machine: {machine()}.\n\n{report.markdown()}")
+
+
+# ---- the speed issue's table (#17): each row against its peer, side by side, with its target --------------------
+#: The peers' table, as a user without posenc computes it (numpy float64, then cast): the CSV and C peers start here.
+PEER_TABLE = (
+    "import numpy as np\n"
+    f"pos = np.arange({SEQ}, dtype=np.float64)[:, None]\n"
+    f"j = np.arange({D})\n"
+    f"angle = pos * 10000.0 ** (-(2 * (j // 2)) / {D})\n"
+    "t = np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)\n"
+)
+STREAM_SEQ, STREAM_D = 65536, 4096  # 1 GiB of float32
+
+
+def targets(report: Report, repeat: int, scratch: Path, quick: bool) -> None:
+    """The five rows of the speed issue, each measured here against its peer in this run, ratio and verdict."""
+    python, posenc = sys.executable, [sys.executable, "-m", "posenc_cli", "generate"]
+
+    def process(cmd: list[str], times: int = repeat) -> float:
+        return median_time(lambda: run_process(cmd, scratch), times)
+
+    # 1. generation, in-process
+    ours = median_time(lambda: posenc_cli.sinusoidal(SEQ, D), repeat)
+    base = median_time(numpy_float64_then_cast, repeat)
+    tutorial = torch_tutorial()
+    if tutorial is None:
+        report.add(f"generate {SEQ}x{D} float32 in-process", f"{ours * 1e3:.0f} ms", "", "torch not importable")
+    else:
+        t = median_time(tutorial, repeat)
+        report.add(
+            f"generate {SEQ}x{D} float32 in-process (torch tutorial {t * 1e3:.0f} ms)",
+            f"{ours * 1e3:.0f} ms",
+            f"{ours / t:.2f}x torch",
+            verdict(ours <= t, "<= 1.0x the PyTorch tutorial's float32 path"),
+        )
+    report.add(
+        f"  against numpy float64-then-cast ({base * 1e3:.0f} ms)",
+        "",
+        f"{ours / base:.2f}x numpy",
+        verdict(ours <= base / 2, "<= 0.5x"),
+    )
+    # 2. streaming 1 GiB to .npy, whole process, against dd writing as much with fdatasync
+    if quick:
+        report.add("stream 1 GiB .npy (whole process)", "skipped", "", "--quick")
+    else:
+        size = STREAM_SEQ * STREAM_D * 4
+        dd = ["dd", "if=/dev/zero", "of=dd.bin", "bs=1M", f"count={size >> 20}", "conv=fdatasync", "status=none"]
+        dd_time = process(dd, 3)
+        stream = process([*posenc, "-n", str(STREAM_SEQ), "-d", str(STREAM_D), "-o", "big.npy"], 3)
+        for name in ("dd.bin", "big.npy"):
+            (scratch / name).unlink()
+        report.add(
+            f"stream 1 GiB .npy, whole process (dd bs=1M conv=fdatasync {dd_time:.2f} s)",
+            f"{stream:.2f} s",
+            f"{stream / dd_time:.2f}x dd",
+            verdict(stream <= 1.5 * dd_time, "<= 1.5x dd"),
+        )
+    # 3, 4. text, whole process, against numpy + pyarrow.csv and np.savetxt (each also computing its table)
+    ours_csv = process([*posenc, "-n", str(SEQ), "-d", str(D), "-o", "t.csv"])
+    ours_c = process([*posenc, "-n", str(SEQ), "-d", str(D), "-o", "t.h"])
+    savetxt = process([python, "-c", PEER_TABLE + "np.savetxt('s.csv', t, fmt='%.9g', delimiter=',')"], 3)
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        arrow = None
+    else:
+        script = PEER_TABLE + (
+            "import pyarrow as pa, pyarrow.csv as pacsv\n"
+            f"pacsv.write_csv(pa.table({{f'd{{k}}': t[:, k] for k in range({D})}}), 'a.csv')\n"
+        )
+        arrow = process([python, "-c", script])
+    if arrow is None:
+        report.add(f"CSV {SEQ}x{D}, whole process", f"{ours_csv:.2f} s", "", "pyarrow not importable")
+    else:
+        report.add(
+            f"CSV {SEQ}x{D}, whole process (numpy + pyarrow.csv {arrow:.2f} s)",
+            f"{ours_csv:.2f} s",
+            f"{ours_csv / arrow:.2f}x pyarrow",
+            verdict(ours_csv <= 0.5 * arrow, "<= 0.5x numpy + pyarrow.csv"),
+        )
+    report.add(
+        f"  against np.savetxt ('%.9g', {savetxt:.2f} s)",
+        "",
+        f"{ours_csv / savetxt:.2f}x savetxt",
+        verdict(ours_csv <= 0.15 * savetxt, "<= 0.15x"),
+    )
+    if arrow is None:
+        report.add(f"C header {SEQ}x{D}, whole process", f"{ours_c:.2f} s", "", "pyarrow not importable")
+    else:
+        report.add(
+            f"C header {SEQ}x{D}, whole process (numpy + pyarrow.csv {arrow:.2f} s)",
+            f"{ours_c:.2f} s",
+            f"{ours_c / arrow:.2f}x pyarrow",
+            verdict(ours_c <= 0.6 * arrow, "<= 0.6x numpy + pyarrow.csv"),
+        )
+    # 5. start-up
+    small = process([*posenc, "-n", "512", "-d", "128", "-o", "x.npy"], repeat * 2)
+    bare = process([python, "-c", "import numpy as np; np.save('y.npy', np.zeros((512, 128), np.float32))"], repeat * 2)
+    report.add(
+        f"start-up, 512x128 .npy (bare python -c numpy save {bare * 1e3:.0f} ms)",
+        f"{small * 1e3:.0f} ms",
+        f"{small / bare:.2f}x",
+        verdict(small <= 1.25 * bare, "<= 1.25x"),
+    )
 
 
 def generation(report: Report, repeat: int) -> None:
