@@ -151,6 +151,11 @@ def machine() -> str:
 
 
 def main() -> None:
+    # Child processes run as a user's do: with bytecode caching. pip compiles an installed package's modules; an
+    # editable checkout gets its .pyc files at the first import (median_time's warm-up run) unless this variable
+    # forbids writing them, in which case every start-up would recompile posenc from source (about 60 ms of
+    # compile() here) and measure something no installed posenc does.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="skip the 4 GiB streaming case")

@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -44,9 +44,24 @@ from .formats import (
     written_by_posenc,
 )
 from .formats.options import check_name, name_from_path
-from .make import alibi, convert, generate, relative, rope, sincos2d, window
+from .make import alibi, convert, generate, sincos2d
 from .read import PathLike, load, open_regular
 from .table import Table
+
+if TYPE_CHECKING:
+    from .make import relative, rope, window
+
+
+def __getattr__(name: str) -> Any:
+    """``rope``, ``relative``, ``window``: :mod:`posenc_cli.make`'s, imported when first asked for (PEP 562)."""
+    if name in ("relative", "rope", "window"):
+        from . import make
+
+        maker = getattr(make, name)
+        globals()[name] = maker
+        return maker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Output",

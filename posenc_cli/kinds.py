@@ -28,11 +28,7 @@ from typing import Any
 from . import kind_docs, make
 from ._resources import WORK_BYTES_PER_VALUE
 from .dtypes import INDEX_DTYPES
-from .encodings import alibi as alibi_encoding
-from .encodings import presets
-from .encodings import relative as relative_encoding
-from .encodings import rope as rope_encoding
-from .encodings import window as window_encoding
+from .encodings import names, presets
 from .errors import SpecError
 from .formats import FORMAT_NAMES, FORMATS
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
@@ -125,11 +121,11 @@ RUN: tuple[Param, ...] = (
 class Kind:
     """One table kind: its command, parameters, maker and record.
 
-    ``make`` is the :mod:`posenc_cli.make` function, called with the parameters' names as keywords (``lazy=True``
-    too when ``lazy``: the table's rows are made as a writer asks for them). ``recorded`` is every parameter its
-    tables record, with the type each reads back as; ``recorded_as`` names the inputs a table records under other
-    names (sincos2d's ``grid`` as ``grid_height`` and ``grid_width``); ``from_record`` turns recorded parameters
-    (typed) into ``make``'s keywords; ``work`` is the memory, in bytes, the table takes built whole (0 for lazy
+    ``maker`` names the :mod:`posenc_cli.make` function (:attr:`make`), called with the parameters' names as
+    keywords (``lazy=True`` too when ``lazy``: the table's rows are made as a writer asks for them). ``recorded``
+    is every parameter its tables record, with the type each reads back as; ``recorded_as`` names the inputs a
+    table records under other names (sincos2d's ``grid`` as ``grid_height`` and ``grid_width``); ``from_record``
+    turns recorded parameters (typed) into ``make``'s keywords; ``work`` is the memory, in bytes, the table takes built whole (0 for lazy
     kinds), claimed before a file's parameters are trusted to regenerate it.
     """
 
@@ -138,7 +134,7 @@ class Kind:
     short_help: str
     doc: str
     params: tuple[Param, ...]
-    make: Callable[..., Table]
+    maker: str
     lazy: bool
     recorded: Mapping[str, ValueType]
     from_record: Callable[[Mapping[str, Any]], dict[str, Any]]
@@ -149,6 +145,13 @@ class Kind:
     #: The parameters that name a file the kind reads (``bias``): a manifest resolves them from its own folder,
     #: keeps them inside it, and its depfile lists them as prerequisites.
     files: tuple[str, ...] = ()
+
+    @property
+    def make(self) -> Callable[..., Table]:
+        """The :mod:`posenc_cli.make` function named ``maker``, looked up when asked for: the registry names every
+        maker without importing the modules behind them (RoPE, the index kinds), which only their command needs."""
+        maker: Callable[..., Table] = getattr(make, self.maker)
+        return maker
 
     @property
     def inputs(self) -> tuple[Param, ...]:
@@ -314,11 +317,11 @@ ROPE_PARAMS: tuple[Param, ...] = (
     Param("theta", NUMBER, "rope_theta, the wavelength base.  [default: 10000, or the config's]"),
     Param(
         "layout",
-        Choice(rope_encoding.LAYOUTS),
+        Choice(names.ROPE_LAYOUTS),
         "half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.",
         default="half",
     ),
-    Param("scaling", Choice(rope_encoding.SCALINGS), "HF rope_type.  [default: none, or the config's]"),
+    Param("scaling", Choice(names.ROPE_SCALINGS), "HF rope_type.  [default: none, or the config's]"),
     Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope)."),
     Param("original_max_positions", INTEGER, "Pre-training context length."),
     Param("max_positions", INTEGER, "max_position_embeddings (dynamic, yarn, longrope)."),
@@ -353,7 +356,7 @@ ALIBI_PARAMS: tuple[Param, ...] = (
     ),  # fmt: skip
     Param(
         "variant",
-        Choice(alibi_encoding.VARIANTS),
+        Choice(names.ALIBI_VARIANTS),
         "bloom: Press et al., HF BLOOM (bias at positions 0 .. n-1); mpt: HF MPT (same slopes, positions 1-n .. 0).",
         default="bloom",
     ),
@@ -376,7 +379,7 @@ BIAS_PARAMS: tuple[Param, ...] = (
 )
 
 RELATIVE_PARAMS: tuple[Param, ...] = (
-    Param("scheme", Choice(relative_encoding.SCHEMES), "Whose relative positions.", required=True),
+    Param("scheme", Choice(names.RELATIVE_SCHEMES), "Whose relative positions.", required=True),
     Param("query_length", INTEGER, "Query positions (rows).", required=True, short="-q", always_recorded=True),
     Param("key_length", INTEGER, "Key positions (columns).  [default: offset + query length]", short="-k"),
     Param("buckets", INTEGER, "t5, deberta: number of buckets.  [default: 32 for t5]"),
@@ -391,7 +394,7 @@ RELATIVE_PARAMS: tuple[Param, ...] = (
 )
 
 WINDOW_PARAMS: tuple[Param, ...] = (
-    Param("scheme", Choice(window_encoding.SCHEMES), "Whose window attention.", required=True),
+    Param("scheme", Choice(names.WINDOW_SCHEMES), "Whose window attention.", required=True),
     Param("window", GRID, "Window size in tokens: H (square) or HxW.", required=True, short="-w"),
     Param("pretrained_window", GRID, "swinv2: the window the model was pretrained with (scales the coords)."),
     *BIAS_PARAMS,
@@ -405,7 +408,7 @@ KINDS: dict[str, Kind] = {
         short_help="Write a 1-D sinusoidal table (any framework's).",
         doc=kind_docs.GENERATE,
         params=GENERATE_PARAMS,
-        make=make.generate,
+        maker="generate",
         lazy=True,
         recorded={
             "seq_len": INTEGER,
@@ -432,7 +435,7 @@ KINDS: dict[str, Kind] = {
         short_help="Write RoPE cos/sin caches and inv_freq.",
         doc=kind_docs.ROPE,
         params=ROPE_PARAMS,
-        make=make.rope,
+        maker="rope",
         lazy=True,
         recorded={
             "seq_len": INTEGER,
@@ -481,7 +484,7 @@ KINDS: dict[str, Kind] = {
         short_help="Write ALiBi slopes and bias.",
         doc=kind_docs.ALIBI,
         params=ALIBI_PARAMS,
-        make=make.alibi,
+        maker="alibi",
         lazy=False,
         recorded={"heads": INTEGER, "seq_len": INTEGER, **_QUANTISATION, "variant": TEXT},
         from_record=_same_names(("heads", "seq_len", "variant", "dtype", "scale", "zero_point")),
@@ -493,7 +496,7 @@ KINDS: dict[str, Kind] = {
         short_help="Write a 2-D sincos (MAE) table.",
         doc=kind_docs.SINCOS2D,
         params=SINCOS2D_PARAMS,
-        make=make.sincos2d,
+        maker="sincos2d",
         lazy=False,
         recorded={
             "grid_height": INTEGER,
@@ -514,7 +517,7 @@ KINDS: dict[str, Kind] = {
         short_help="Write a relative-position index (T5, DeBERTa, Shaw).",
         doc=kind_docs.RELATIVE,
         params=RELATIVE_PARAMS,
-        make=make.relative,
+        maker="relative",
         lazy=False,
         recorded={
             "scheme": TEXT,
@@ -545,7 +548,7 @@ KINDS: dict[str, Kind] = {
         short_help="Write a window attention index (Swin, BEiT, SwinV2).",
         doc=kind_docs.WINDOW,
         params=WINDOW_PARAMS,
-        make=make.window,
+        maker="window",
         lazy=False,
         recorded={
             "scheme": TEXT,

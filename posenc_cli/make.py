@@ -6,25 +6,45 @@ Every value is checked here once, at the API's edge, by the encoding that define
 (:mod:`posenc_cli.encodings`); the row functions below take checked values and never check again. Their keywords
 are the parameters of :data:`posenc_cli.kinds.KINDS`, spelled as the manifest keys and long options are
 (``tests/test_kinds.py`` holds the two together). No paths, no printing.
+
+``rope``, ``relative`` and ``window`` are imported from their modules the first time they are asked for (a module
+``__getattr__``), so that making a sinusoid does not import the RoPE and index machinery: start-up time is part
+of every build step's time.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _resources
 from .dtypes import ElementType
-from .encodings import alibi as alibi_encoding
 from .encodings import check_params, presets
-from .encodings import sincos2d as sincos2d_encoding
 from .encodings.sinusoidal import paper_rows
 from .errors import SpecError
-from .make_index import relative, window
-from .make_rope import rope
 from .table import Array, Param, RowSource, Table
+
+if TYPE_CHECKING:
+    from .make_index import relative, window
+    from .make_rope import rope
+
+#: The makers defined elsewhere, by name: the module of this package that holds each.
+_ELSEWHERE = {"relative": "make_index", "window": "make_index", "rope": "make_rope"}
+
+
+def __getattr__(name: str) -> Any:
+    """``rope``, ``relative``, ``window``: imported from their module when first asked for (PEP 562)."""
+    if name in _ELSEWHERE:
+        import importlib
+
+        maker = getattr(importlib.import_module(f"{__package__}.{_ELSEWHERE[name]}"), name)
+        globals()[name] = maker
+        return maker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["alibi", "convert", "generate", "relative", "rope", "sincos2d", "window"]
 
@@ -144,6 +164,8 @@ def alibi(
     >>> t.arrays["slopes"].tolist(), t.arrays["bias"][0].tolist()
     ([0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125], [0.0, 0.25, 0.5, 0.75])
     """
+    from .encodings import alibi as alibi_encoding
+
     heads, seq_len = alibi_encoding.check(heads, seq_len)
     if variant not in alibi_encoding.VARIANTS:
         raise SpecError(
@@ -197,6 +219,8 @@ def sincos2d(
         if not isinstance(grid, (tuple, list)) or len(grid) != 2:
             raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
         height, width = grid
+    from .encodings import sincos2d as sincos2d_encoding
+
     height, width, d_model = sincos2d_encoding.check(height, width, d_model)
     rows = int(cls_token) + height * width
     _resources.check_memory(

@@ -386,6 +386,50 @@ def test_help_lists_every_command_with_one_line():
     assert all(len(line.split(None, 1)) == 2 for line in listed)  # every command has its one-line summary
 
 
+def test_the_group_names_every_registered_kind():
+    """The group knows its commands by name without importing them: its table commands are the registry's kinds."""
+    from posenc_cli.cli import COMMAND_MODULES
+    from posenc_cli.kinds import KINDS
+
+    tables = {name for name, (_, attribute) in COMMAND_MODULES.items() if attribute is None}
+    assert tables == {kind.command for kind in KINDS.values()}
+    for name in COMMAND_MODULES:
+        assert cli.commands[name].name == name
+
+
+#: What ``posenc generate ... -o x.npy`` must not import: the other commands' machinery (RoPE, the index kinds,
+#: the manifest reader, the verifier, rich, h5py, the text formatter). Start-up time is part of every build step's.
+NOT_FOR_NPY = (
+    "posenc_cli.make_rope",
+    "posenc_cli.make_index",
+    "posenc_cli.encodings.rope",
+    "posenc_cli.build",
+    "posenc_cli.verify",
+    "posenc_cli.cli.build",
+    "posenc_cli.cli.files",
+    "posenc_cli.cli.view",
+    "tomllib",
+    "rich",
+    "h5py",
+)
+
+
+def test_generate_npy_imports_only_what_it_needs(tmp_path):
+    code = (
+        "import sys\n"
+        "from posenc_cli.cli import main\n"
+        "try:\n"
+        f"    main(['generate', '-n', '16', '-d', '8', '-o', {str(tmp_path / 'pe.npy')!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert (tmp_path / "pe.npy").is_file()
+    assert sorted(name for name in NOT_FOR_NPY if name in loaded) == []
+
+
 def test_non_ascii_digits_and_file_names(tmp_path):
     """Unicode digits are not numbers here ('²'.isdigit() is true in Python), and a non-ASCII output name works in
     every C output (the .incbin directive spells it with octal escapes)."""

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from posenc_cli.encodings import MAX_POSITIONS, check_params, sinusoidal, sinusoidal_rows
-from posenc_cli.encodings._exact import exact_value, pi_decimal, round_checked
+from posenc_cli.encodings._exact import exact_value, pi_decimal, round_checked, turn_table
 from posenc_cli.errors import SpecError
 
 mpmath.mp.dps = 60
@@ -338,6 +338,25 @@ def test_bad_row_range(start: object, stop: object, param: str, message: str) ->
 
 
 # ----------------------------------------------------------------------- the rounding helper and the exact path
+@pytest.mark.parametrize("m", [2048, 64, 8])  # the kernel's M, smaller ones
+def test_turn_table_is_the_correctly_rounded_double_double(m: int) -> None:
+    """Every entry of the fast path's table (first octant rotated, the rest by symmetry) equals mpmath's sin and cos
+    of 2 pi i / m at 80 digits, rounded to a double-double (hi nearest, lo nearest of the rest), bit for bit."""
+    table = turn_table(m)
+    expected = np.zeros((4, m))
+    with mpmath.workdps(80):
+        for i in range(m):
+            x = 2 * mpmath.pi * i / m
+            for row, value in ((0, mpmath.sin(x)), (2, mpmath.cos(x))):
+                if abs(value) > mpmath.mpf(10) ** -70:  # exact zeros at 0, pi/2, pi, ...: +0.0 twice
+                    hi = float(value)
+                    expected[row, i], expected[row + 1, i] = hi, float(value - mpmath.mpf(hi))
+    assert table.shape == (4, m)
+    assert table.view(np.uint64).tolist() == expected.view(np.uint64).tolist()
+    with pytest.raises(ValueError, match="multiple of 8"):
+        turn_table(m + 4)
+
+
 def test_pi_digits() -> None:
     assert abs(mpmath.mpf(str(pi_decimal(120))) - mpmath.pi) < mpmath.mpf(10) ** -58
     assert str(pi_decimal(50)) == mpmath.nstr(mpmath.pi, 50)

@@ -10,25 +10,71 @@ This package is the only one that uses click and rich, and the only place errors
 - :mod:`~posenc_cli.cli.view`: plot, show;
 - :mod:`~posenc_cli.cli.build`: build.
 
-This module makes the group and adds every command to it; no module of posenc imports it (the console script,
-:mod:`posenc_cli._entry`, calls :func:`main`).
+This module makes the group; no module of posenc imports it (the console script, :mod:`posenc_cli._entry`, calls
+:func:`main`). The group knows its commands by name (:data:`COMMAND_MODULES`) and imports a command's module only
+when that command is asked for (:class:`_Commands`): ``posenc generate`` never imports the build, file or view
+commands, nor what they stand on (the manifest reader, tomllib, the verifier, rich). ``posenc --help`` and
+``cli.commands`` still see every command; tests check that the names here are the registry's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Iterator, MutableMapping, Sequence
 
 import click
 
 from .._version import __version__
 from ..cmake import FOLDER as CMAKE_DIR
 from ._run import PosencGroup
-from .build import build_command
-from .files import convert_command, inspect_command, verify_command
-from .tables import COMMANDS
-from .view import plot_command, show_command
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMAND_MODULES", "cli", "main"]
+
+#: Every command of ``posenc``: the module of this package that defines it and the attribute that holds it. ``None``
+#: is a table command, made by :func:`posenc_cli.cli.tables.table_command` from the kind of that command.
+COMMAND_MODULES: dict[str, tuple[str, str | None]] = {
+    "alibi": ("tables", None),
+    "build": ("build", "build_command"),
+    "convert": ("files", "convert_command"),
+    "generate": ("tables", None),
+    "inspect": ("files", "inspect_command"),
+    "plot": ("view", "plot_command"),
+    "presets": ("tables", "presets_command"),
+    "relative": ("tables", None),
+    "rope": ("tables", None),
+    "show": ("view", "show_command"),
+    "sincos2d": ("tables", None),
+    "verify": ("files", "verify_command"),
+    "window": ("tables", None),
+}
+
+
+class _Commands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each imported the first time it is looked up (click's ``Group.commands``)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in COMMAND_MODULES:
+                raise KeyError(name)
+            module, attribute = COMMAND_MODULES[name]
+            loaded = importlib.import_module(f"{__name__}.{module}")
+            self._loaded[name] = loaded.table_command_named(name) if attribute is None else getattr(loaded, attribute)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*COMMAND_MODULES, *self._loaded}))
+
+    def __len__(self) -> int:
+        return len({*COMMAND_MODULES, *self._loaded})
 
 
 def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -71,9 +117,7 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for _command in (*COMMANDS, convert_command, inspect_command, verify_command, plot_command, show_command):
-    cli.add_command(_command)
-cli.add_command(build_command)
+cli.commands = _Commands()
 
 
 def main(args: Sequence[str] | None = None, prog_name: str = "posenc") -> None:

@@ -14,7 +14,7 @@ from ._run import mapped_errors
 from .options import options, write_options
 from .write import write
 
-__all__ = ["COMMANDS", "presets_command", "table_command"]
+__all__ = ["presets_command", "table_command", "table_command_named"]
 
 
 def table_command(kind: Kind) -> click.Command:
@@ -64,5 +64,9 @@ def presets_command(as_json: bool) -> None:
     Console(soft_wrap=False).print(out)
 
 
-#: The table commands, in the order ``posenc --help`` lists them (alphabetical, as click sorts them).
-COMMANDS: tuple[click.Command, ...] = (*(table_command(kind) for kind in KINDS.values()), presets_command)
+def table_command_named(command: str) -> click.Command:
+    """The click command of the kind whose command is ``command`` (``KeyError`` for none)."""
+    for kind in KINDS.values():
+        if kind.command == command:
+            return table_command(kind)
+    raise KeyError(command)

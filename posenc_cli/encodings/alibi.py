@@ -36,6 +36,7 @@ import numpy as np
 
 from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._exact import round_checked
+from posenc_cli.encodings.names import ALIBI_VARIANTS
 from posenc_cli.errors import SpecError
 
 #: Heads and positions posenc accepts: far beyond any model, small enough that positions stay exact integers.
@@ -44,7 +45,7 @@ MAX_SEQ_LEN = 1 << 32
 _ERR = 2.0**-90  # relative error bound of the double-double products (see the module docstring)
 
 
-VARIANTS = ("bloom", "mpt")
+VARIANTS = ALIBI_VARIANTS
 
 
 def exponents(heads: int, variant: str = "bloom") -> list[Fraction]:

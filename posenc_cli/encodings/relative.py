@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from posenc_cli.encodings.names import RELATIVE_SCHEMES
 from posenc_cli.errors import SpecError
 
 __all__ = [
@@ -59,7 +60,7 @@ __all__ = [
     "t5_index",
 ]
 
-SCHEMES = ("t5", "deberta", "shaw")
+SCHEMES = RELATIVE_SCHEMES
 #: The longest query or key axis posenc makes: past any model's context, and a (Q, K) matrix is the caller's to
 #: afford (:func:`posenc_cli.make.relative` checks the memory first).
 MAX_LENGTH = 1 << 22

@@ -70,6 +70,7 @@ import numpy as np
 
 from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._exact import pi_decimal
+from posenc_cli.encodings.names import ROPE_LAYOUTS, ROPE_SCALINGS
 from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, prepare_rows, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
@@ -77,8 +78,8 @@ __all__ = [
     "LAYOUTS", "SCALINGS", "RopeSpec", "cache_rows", "columns", "frequencies", "inv_freq", "resolve", "width"
 ]  # fmt: skip
 
-LAYOUTS = ("half", "interleaved", "half-width")
-SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
+LAYOUTS = ROPE_LAYOUTS
+SCALINGS = ROPE_SCALINGS
 MAX_HEAD_DIM = 2**16
 
 #: Which optional parameters each scaling mode reads (others given with it are refused: they would be ignored).

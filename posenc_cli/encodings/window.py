@@ -34,11 +34,12 @@ from fractions import Fraction
 import numpy as np
 
 from posenc_cli.dtypes import ElementType
+from posenc_cli.encodings.names import WINDOW_SCHEMES
 from posenc_cli.errors import SpecError
 
 __all__ = ["MAX_SIDE", "SCHEMES", "beit_index", "check_window", "swin_index", "swinv2_coords"]
 
-SCHEMES = ("swin", "beit", "swinv2")
+SCHEMES = WINDOW_SCHEMES
 #: Window sides posenc accepts: far beyond any model's (Swin 7 or 12, SwinV2 up to 24, BEiT 14 to 24); the index
 #: of a 256 x 256 window is already 2**32 entries.
 MAX_SIDE = 256

@@ -1,0 +1,15 @@
+"""The names each encoding accepts for its choices, defined once here and imported by the encoding that defines
+their meaning, so that the registry (:mod:`posenc_cli.kinds`) lists them as option choices without importing the
+encodings themselves: ``posenc generate`` does not import the RoPE, ALiBi or index machinery to start."""
+
+from __future__ import annotations
+
+#: :mod:`posenc_cli.encodings.rope`: the column layouts of a RoPE cache and the HF ``rope_type`` scaling modes.
+ROPE_LAYOUTS = ("half", "interleaved", "half-width")
+ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
+#: :mod:`posenc_cli.encodings.alibi`: whose ALiBi bias (BLOOM's or MPT's).
+ALIBI_VARIANTS = ("bloom", "mpt")
+#: :mod:`posenc_cli.encodings.relative`: whose relative positions.
+RELATIVE_SCHEMES = ("t5", "deberta", "shaw")
+#: :mod:`posenc_cli.encodings.window`: whose window attention index.
+WINDOW_SCHEMES = ("swin", "beit", "swinv2")
