@@ -125,8 +125,8 @@ class Kind:
     keywords (``lazy=True`` too when ``lazy``: the table's rows are made as a writer asks for them). ``recorded``
     is every parameter its tables record, with the type each reads back as; ``recorded_as`` names the inputs a
     table records under other names (sincos2d's ``grid`` as ``grid_height`` and ``grid_width``); ``from_record``
-    turns recorded parameters (typed) into ``make``'s keywords; ``work`` is the memory, in bytes, the table takes built whole (0 for lazy
-    kinds), claimed before a file's parameters are trusted to regenerate it.
+    turns recorded parameters (typed) into ``make``'s keywords; ``work`` is the memory, in bytes, the table takes
+    built whole (0 for lazy kinds), claimed before a file's parameters are trusted to regenerate it.
     """
 
     command: str
