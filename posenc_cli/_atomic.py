@@ -45,11 +45,13 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .errors import OutputError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 TMP_SUFFIX = ".posenc-tmp"
 #: The most bytes of the target's name kept in a temporary file's name: with the dot, PID, random part and suffix
@@ -67,26 +69,94 @@ class _FlushingFile(io.BufferedRandom):
 
     It remembers the first OS error a write, flush or truncate met (``failure``): a writer that loses it on the way
     up (h5py turns it into an unrelated ``AttributeError`` when closing a file on a full disk) cannot hide it.
+
+    Given the ``target`` it will replace, it compares what is written with the target's bytes as it goes (while the
+    writer writes in order, never seeking): :func:`same_content` then knows the answer without reading either file
+    again, and while the bytes still match nothing is flushed to disk (a rewrite of an unchanged output, which is
+    left alone, costs no disk writes). ``matches`` is True while every byte matched, False once one did not (or
+    there is no old file), None once the writer seeked (then :func:`same_content` compares the files).
     """
 
-    def __init__(self, raw: io.FileIO) -> None:
+    def __init__(self, raw: io.FileIO, target: Path | None = None) -> None:
         super().__init__(raw, buffer_size=1 << 20)
         self._unflushed = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
         self.failure: OSError | None = None
+        self.matches: bool | None = False
+        self._old: io.FileIO | None = None
+        self._old_id: tuple[int, ...] = ()
+        self._written = 0
+        if target is not None:
+            self._open_old(target)
+
+    def _open_old(self, target: Path) -> None:
+        try:  # non-blocking: a FIFO put there since check_writable must not hang the open
+            fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return
+        self._old, self._old_id, self.matches = io.FileIO(fd, "r"), _file_id(info), True
+
+    def _mismatch(self, state: bool | None) -> None:
+        self.matches = state
+        if self._old is not None:
+            with contextlib.suppress(OSError):
+                self._old.close()
+            self._old = None
+
+    def _compare(self, data: Any) -> None:
+        assert self._old is not None
+        view = memoryview(data)
+        if not view.c_contiguous:
+            self._mismatch(None)
+            return
+        view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+        try:
+            old = self._old.read(len(view)) or b""
+        except OSError:
+            self._mismatch(None)
+            return
+        if len(old) != len(view) or not _equal(old, view):
+            self._mismatch(False)
+
+    def unchanged(self, target: Path) -> bool | None:
+        """Whether ``target`` holds exactly what was written, from the comparison made while writing; None when
+        that comparison cannot tell (the writer seeked, or ``target`` is no longer the file compared with)."""
+        try:
+            info = os.stat(target)
+        except OSError:
+            return False  # no file there now
+        if self.matches is None or not self._old_id or _file_id(info) != self._old_id:
+            return None
+        return self.matches and info.st_size == self._written
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if self.matches:
+            self._mismatch(None)
+        return super().seek(offset, whence)
 
     def write(self, data: Any) -> int:
+        if self.matches:
+            self._compare(data)
         try:
             written = super().write(data)
         except OSError as exc:
             self.failure = self.failure or exc
             raise
         self._unflushed += written
+        self._written += written
+        if self.matches:  # probably left alone in the end: nothing to flush
+            return written
         if self._unflushed >= FLUSH_BYTES and (self._pending is None or self._pending.done()):
             self._unflushed = 0
             super().flush()
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor  # here: small outputs never import it
+
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-flush")
             self._pending = self._pool.submit(_datasync, self.fileno())
         return written
@@ -99,6 +169,8 @@ class _FlushingFile(io.BufferedRandom):
             raise
 
     def truncate(self, size: int | None = None) -> int:
+        if self.matches:
+            self._mismatch(None)
         try:
             return super().truncate(size)
         except OSError as exc:
@@ -113,6 +185,7 @@ class _FlushingFile(io.BufferedRandom):
 
     def close(self) -> None:
         try:
+            self._mismatch(self.matches)
             self._finish()
         finally:
             super().close()  # closes the descriptor even when flushing the buffer fails (a full disk)
@@ -124,6 +197,19 @@ class _FlushingFile(io.BufferedRandom):
             self._pool = None
             if pending is not None:
                 pending.result()
+
+
+def _file_id(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _equal(old: bytes, new: memoryview) -> bool:
+    if len(new) < 1 << 16:
+        return old == new
+    import numpy as np  # here: large blocks only; numpy compares them at memory speed
+
+    word = np.uint64 if len(new) % 8 == 0 else np.uint8  # eight bytes at a time: half the time of bytes
+    return bool(np.array_equal(np.frombuffer(old, word), np.frombuffer(new, word)))
 
 
 def check_writable(path: Path) -> Path:
@@ -215,7 +301,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
                 fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=TMP_SUFFIX, dir=target.parent)
             except OSError as exc:
                 raise _output_error(target, exc) from None
-            temps.append((_FlushingFile(io.FileIO(fd, "r+")), tmp))
+            temps.append((_FlushingFile(io.FileIO(fd, "r+"), target), tmp))
             with contextlib.suppress(OSError):  # a file system without locks: the PID alone guards the file
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
@@ -386,7 +472,12 @@ def identity(path: Path) -> tuple[int, ...] | None:
 
 
 def same_content(fp: BinaryIO, target: Path) -> bool:
-    """Whether the regular file ``target`` already holds exactly what was written to ``fp``."""
+    """Whether the regular file ``target`` already holds exactly what was written to ``fp`` (known without reading
+    when ``fp`` compared as it was written: :class:`_FlushingFile`)."""
+    if isinstance(fp, _FlushingFile):
+        known = fp.unchanged(target)
+        if known is not None:
+            return known
     try:
         if not target.is_file() or target.stat().st_size != os.fstat(fp.fileno()).st_size:
             return False

@@ -127,10 +127,10 @@ def test_lazy_table_streams_in_row_blocks():
         spans.append((lo, hi))
         return np.arange(lo * 8, hi * 8, dtype=np.float32).reshape(-1, 8)
 
-    lazy = RowSource((300_000, 8), "float32", rows)  # 9.6 MB: three blocks
+    lazy = RowSource((1_500_000, 8), "float32", rows)  # 48 MB: three 16 MiB blocks
     data = dumps(Table("array", {"pe": lazy}))
-    assert len(spans) > 2 and max(hi - lo for lo, hi in spans) < 300_000
-    eager = np.arange(300_000 * 8, dtype=np.float32).reshape(-1, 8)
+    assert len(spans) > 2 and max(hi - lo for lo, hi in spans) < 1_500_000
+    eager = np.arange(1_500_000 * 8, dtype=np.float32).reshape(-1, 8)
     assert data == dumps(Table("array", {"pe": eager}))
     assert safetensors.numpy.load(data)["pe"].tobytes() == eager.tobytes()
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,7 +29,10 @@ from posenc_cli.encodings._columns import Columns
 from posenc_cli.encodings._combine import Stats, bound, combine32, combine64
 from posenc_cli.encodings._exact import Sinusoid, decided, sinusoid_entries
 
-_CHUNK = 1 << 15  # entries per work chunk: the float64 temporaries stay in L2
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+_CHUNK = 1 << 16  # entries per work chunk (512 KiB float64 temporaries): measured faster than L2-sized ones
 _KERNEL_BATCH = 1 << 15  # kernel evaluations per call (amortises NumPy's per-call overhead)
 _CACHED_TABLE = 1 << 19  # offset tables up to this many entries are cached (4 MiB each); larger ones: rebuilt per call
 _PARALLEL_MIN = 1 << 20  # entries from which two threads pay off
@@ -169,8 +173,8 @@ def _fill_serial(
         hi = min(stop, (lo // size) * size + batch)
         q_first = lo // size
         vec = _block_vectors(np.arange(q_first, (hi - 1) // size + 1) * size, cols, spec, consts, wide)
+        err = bound(stats, hi - 1, wide)  # once per batch: the bound only grows with the row, so it holds for all
         for q, nq, a0, a1 in _segments(lo, hi, size, max(1, _CHUNK // d)):
-            err = bound(stats, (q + nq - 1) * size + a1 - 1, wide)
             row0 = q * size + a0 - first
             view = out[row0 : row0 + nq * (a1 - a0)].reshape(nq, a1 - a0, d)
             v = tuple(x[q - q_first : q - q_first + nq] for x in vec)
@@ -222,6 +226,23 @@ def _halves(spec: Sinusoid, first: int, stop: int) -> list[tuple[int, int, Sinus
     return [(lo, hi, spec._replace(start=float(x), step=dx_), a, s) for lo, hi, x, dx_, a, s in parts]
 
 
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _helper() -> ThreadPoolExecutor:
+    """The one worker thread that computes the first half of a large :func:`fill` while the caller computes the
+    second: made on first use and kept, so a table streamed in thousands of blocks starts no thread per block.
+    A forked child (whose copy has no thread behind it) makes its own."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor  # here: importing the engine stays fast
+
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-fill"))
+        return _pool[1]
+
+
 def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exact | None = None) -> None:
     """Rows ``first .. first + len(out) - 1`` into ``out`` (float32 or float64), correctly rounded: fast path (two
     threads when large), then ``exact(rows, columns, dtype)`` (default: :func:`~._exact.sinusoid_entries`) for the
@@ -253,10 +274,9 @@ def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exac
     tab = _offset_table(cols, spec, size, out.dtype == np.float64)  # once, before any thread
     mid = ((first + n // 2) // size) * size - first  # a block boundary near the middle
     if out.size >= _PARALLEL_MIN and (os.cpu_count() or 1) > 1 and 0 < mid < n:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            job = pool.submit(_fill_serial, out[:mid], first, cols, spec, size, tab, stats)
-            r2, c2 = _fill_serial(out[mid:], first + mid, cols, spec, size, tab, stats)
-            r1, c1 = job.result()
+        job = _helper().submit(_fill_serial, out[:mid], first, cols, spec, size, tab, stats)
+        r2, c2 = _fill_serial(out[mid:], first + mid, cols, spec, size, tab, stats)
+        r1, c1 = job.result()
         rows, cs = np.concatenate([r1, r2 + mid]), np.concatenate([c1, c2])
     else:
         rows, cs = _fill_serial(out, first, cols, spec, size, tab, stats)

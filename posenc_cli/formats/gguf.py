@@ -86,13 +86,13 @@ import struct
 from collections.abc import Iterable
 from typing import BinaryIO
 
-import numpy as np
+import numpy as np  # noqa: F401  (the docstring examples use it)
 
 from .._version import __version__
 from ..dtypes import element_of
 from ..errors import FormatError
 from ..table import Array, Param, Table
-from ._blocks import row_blocks
+from ._blocks import raw_bytes, row_blocks
 from .options import WriteOptions
 
 __all__ = [
@@ -306,13 +306,13 @@ def header(table: Table, options: WriteOptions) -> bytes:
     return head + _padding(len(head))
 
 
-def _blocks(array: Array) -> Iterable[bytes]:
+def _blocks(array: Array) -> Iterable[memoryview]:
     dtype = array.dtype.newbyteorder("<")
     if array.ndim == 0:
-        yield np.ascontiguousarray(array, dtype).tobytes()
+        yield raw_bytes(array, dtype)
         return
     for _, block in row_blocks(array):
-        yield np.ascontiguousarray(block, dtype).tobytes()
+        yield raw_bytes(block, dtype)
 
 
 def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:

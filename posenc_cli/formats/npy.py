@@ -61,7 +61,7 @@ from .._version import __version__
 from ..dtypes import fixed_format
 from ..errors import FormatError
 from ..table import Param, Table
-from ._blocks import row_blocks
+from ._blocks import raw_bytes, row_blocks
 from ._spell import element_name, is_affine
 from .limits import MAX_DIMS, MAX_METADATA, Budget, check_nesting, human
 from .options import WriteOptions
@@ -104,10 +104,10 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     dtype = array.dtype.newbyteorder("<")
     fp.write(header(array.shape, dtype))
     if array.ndim == 0:
-        fp.write(np.ascontiguousarray(array, dtype).tobytes())
+        fp.write(raw_bytes(array, dtype))
         return
     for _, block in row_blocks(array):
-        fp.write(np.ascontiguousarray(block, dtype).tobytes())
+        fp.write(raw_bytes(block, dtype))
 
 
 #: Element types whose meaning the .npy dtype does not carry (int8: the affine one, with a ``scale``).

@@ -55,7 +55,7 @@ from .._version import __version__
 from ..errors import FormatError
 from ..table import Param, Table
 from . import npy
-from ._blocks import row_blocks
+from ._blocks import raw_bytes, row_blocks
 from .identifiers import member_names
 from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count, human
 from .options import WriteOptions
@@ -99,7 +99,7 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
             with archive.open(_info(f"{name}.npy", size), "w", force_zip64=size >= 1 << 32) as member:
                 member.write(head)
                 for _, block in row_blocks(array):
-                    member.write(np.ascontiguousarray(block, dtype).tobytes())
+                    member.write(raw_bytes(block, dtype))
         meta = {"generator": f"posenc {__version__}", "kind": table.kind, "params": dict(table.params)}
         text = (json.dumps(meta, sort_keys=True, indent=2, allow_nan=False) + "\n").encode("utf-8")
         archive.writestr(_info(META, len(text)), text)

@@ -64,13 +64,13 @@ import json
 import math
 from typing import Any, BinaryIO
 
-import numpy as np
+import numpy as np  # noqa: F401  (the docstring examples use it)
 
 from .._version import __version__
 from ..dtypes import element_of
 from ..errors import FormatError, PosencError
 from ..table import Array, Table
-from ._blocks import row_blocks
+from ._blocks import raw_bytes, row_blocks
 from .limits import human
 from .options import WriteOptions
 
@@ -174,8 +174,8 @@ def _raw(array: Array) -> bytes:
     """``array``'s little-endian C-order bytes, gathered block by block."""
     dtype = array.dtype.newbyteorder("<")
     if array.ndim == 0:
-        return np.ascontiguousarray(array, dtype).tobytes()
-    return b"".join(np.ascontiguousarray(block, dtype).tobytes() for _, block in row_blocks(array))
+        return bytes(raw_bytes(array, dtype))
+    return b"".join(raw_bytes(block, dtype) for _, block in row_blocks(array))
 
 
 def _import_onnx() -> tuple[Any, Any]:

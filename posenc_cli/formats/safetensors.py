@@ -73,7 +73,7 @@ from .._version import __version__
 from ..errors import FormatError
 from ..table import Array, Param, Table
 from . import npy
-from ._blocks import row_blocks
+from ._blocks import raw_bytes, row_blocks
 from .limits import MAX_ARRAYS, MAX_LISTED, MAX_METADATA, Budget, check_count, check_nesting, human
 from .options import WriteOptions
 
@@ -160,10 +160,10 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     for _, array in order:
         dtype = array.dtype.newbyteorder("<")
         if array.ndim == 0:
-            fp.write(np.ascontiguousarray(array, dtype).tobytes())
+            fp.write(raw_bytes(array, dtype))
             continue
         for _, block in row_blocks(array):
-            fp.write(np.ascontiguousarray(block, dtype).tobytes())
+            fp.write(raw_bytes(block, dtype))
 
 
 PairsHook = Callable[[list[tuple[str, Any]]], dict[str, Any]]
