@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:  # the names below, imported on first use (PEP 562) so that `posenc` starts without them
-    from .api import alibi, convert, generate, load, plan, relative, rope, save, sincos2d, window
+    from .api import alibi, convert, generate, identify, load, plan, relative, rope, save, sincos2d, window
     from .encodings import sinusoidal
     from .errors import FormatError, OutputError, PosencError, SpecError
     from .formats import FORMATS
@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # the names below, imported on first use (PEP 562) so that `p
 
 _WHERE = {
     **dict.fromkeys(
-        ("alibi", "convert", "generate", "load", "plan", "relative", "rope", "save", "sincos2d", "window"), ".api"
+        ("alibi", "convert", "generate", "identify", "load", "plan", "relative", "rope", "save", "sincos2d", "window"),
+        ".api",
     ),
     "sinusoidal": ".encodings",
     **dict.fromkeys(("FormatError", "OutputError", "PosencError", "SpecError"), ".errors"),
@@ -52,6 +53,7 @@ __all__ = [
     "alibi",
     "convert",
     "generate",
+    "identify",
     "load",
     "plan",
     "relative",

@@ -49,17 +49,24 @@ from .read import PathLike, load, open_regular
 from .table import Table
 
 if TYPE_CHECKING:
+    from .identification import identify
     from .make import relative, rope, window
 
 
 def __getattr__(name: str) -> Any:
-    """``rope``, ``relative``, ``window``: :mod:`posenc_cli.make`'s, imported when first asked for (PEP 562)."""
+    """``rope``, ``relative``, ``window`` (:mod:`posenc_cli.make`'s) and ``identify``
+    (:func:`posenc_cli.identification.identify`), imported when first asked for (PEP 562)."""
     if name in ("relative", "rope", "window"):
         from . import make
 
         maker = getattr(make, name)
         globals()[name] = maker
         return maker
+    if name == "identify":
+        from .identification import identify
+
+        globals()[name] = identify
+        return identify
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -70,6 +77,7 @@ __all__ = [
     "check_companion",
     "convert",
     "generate",
+    "identify",
     "load",
     "plan",
     "relative",

@@ -22,7 +22,7 @@ from .formats._blocks import row_blocks
 from .table import Array, Table
 from .verify import Mismatch, VerifyResult, parse_settings, regenerate, verify
 
-__all__ = ["Mismatch", "VerifyResult", "describe", "parse_settings", "regenerate", "verify"]
+__all__ = ["IDENTIFY_ENTRIES", "Mismatch", "VerifyResult", "describe", "parse_settings", "regenerate", "verify"]
 
 
 # ------------------------------------------------------------------------------------------------- describe
@@ -42,7 +42,10 @@ def describe(table: Table) -> dict[str, Any]:
         ``storage`` (the stored NumPy type, little-endian spelling: ``"<f4"``, ``"<u2"``, ``"|i1"``), ``min`` and
         ``max`` (real values, float, NaN ignored; ``None`` for an empty or all-NaN array: q15, q7, int8 and
         bfloat16 decoded by :func:`~posenc_cli.dtypes.decode`), ``sha256`` (hex digest of the stored
-        bytes, little-endian, C order) and ``nbytes``.
+        bytes, little-endian, C order) and ``nbytes``. A table posenc did not write (kind ``"array"``: a
+        checkpoint, a bare .npy) also has, for each floating-point array of one or two axes (besides axes of size
+        1) and at most :data:`IDENTIFY_ENTRIES` entries, ``identified``: the formula :mod:`posenc_cli.identification`
+        names (``{"command", "kind", "preset", "equivalent_presets", "agreement"}``), or ``None`` when none makes it.
 
     Examples
     --------
@@ -74,7 +77,35 @@ def describe(table: Table) -> dict[str, Any]:
             "sha256": digest.hexdigest(),
             "nbytes": int(array.nbytes),
         }
+    if table.kind == "array":
+        _identified(table, arrays)
     return {"kind": table.kind, "params": dict(table.params), "arrays": arrays}
+
+
+#: The largest array ``describe`` identifies (``posenc identify`` takes any size): a checkpoint's embedding
+#: matrices are passed over, its positional tables (a few million entries at most) are not.
+IDENTIFY_ENTRIES = 1 << 22
+
+
+def _identified(table: Table, arrays: dict[str, dict[str, Any]]) -> None:
+    from .identification import identify_array
+    from .table import RowSource
+
+    for key, array in table.arrays.items():
+        axes = [n for n in array.shape if n != 1]
+        if array.dtype.kind != "f" or not 1 <= len(axes) <= 2 or array.size < 2 or array.size > IDENTIFY_ENTRIES:
+            continue
+        values = np.asarray(array) if isinstance(array, RowSource) else array
+        match = identify_array(values, key=key).match
+        arrays[key]["identified"] = None
+        if match is not None:
+            arrays[key]["identified"] = {
+                "command": match.command,
+                "kind": match.hypothesis.command,
+                "preset": match.hypothesis.preset,
+                "equivalent_presets": list(match.hypothesis.equivalent),
+                "agreement": match.comparison.agreement,
+            }
 
 
 def _blocks(array: Array) -> Iterable[np.ndarray]:

@@ -658,7 +658,8 @@ def _normalise(line: str) -> str:
 def problems(vector: Vector, code: int, stdout: str, stderr: str, before: dict, after: dict, leftovers) -> list[str]:
     """What is wrong with a run's outcome (empty when nothing is)."""
     found = []
-    checking = "--check" in vector.argv
+    # --check and identify answer a question with exit 1 ("stale", "no match") and a report, not an error line
+    checking = "--check" in vector.argv or vector.argv[:1] == ["identify"]
     allowed = {"valid": {0}, "usage": {0, 2}, "any": {0, 1, 2}}[vector.kind]
     if checking:
         allowed = allowed | {1}

@@ -7,6 +7,7 @@ This package is the only one that uses click and rich, and the only place errors
 - :mod:`~posenc_cli.cli.write`: the write path every table command shares;
 - :mod:`~posenc_cli.cli.tables`: generate, rope, alibi, sincos2d (one per kind) and presets;
 - :mod:`~posenc_cli.cli.files`: convert, inspect, verify;
+- :mod:`~posenc_cli.cli.identify`: identify;
 - :mod:`~posenc_cli.cli.view`: plot, show;
 - :mod:`~posenc_cli.cli.build`: build.
 
@@ -37,6 +38,7 @@ COMMAND_MODULES: dict[str, tuple[str, str | None]] = {
     "build": ("build", "build_command"),
     "convert": ("files", "convert_command"),
     "generate": ("tables", None),
+    "identify": ("identify", "identify_command"),
     "inspect": ("files", "inspect_command"),
     "plot": ("view", "plot_command"),
     "presets": ("tables", "presets_command"),

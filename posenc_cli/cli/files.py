@@ -86,7 +86,8 @@ def _check_all_fit(file: str, table: Table, fmt: Format) -> None:
 def inspect_command(ctx: click.Context, /, file: str, as_json: bool, max_memory: int | None) -> None:
     """Show what FILE holds: kind, parameters and, per array, shape, element type, min and max (real values),
     size and the sha256 of its stored values. Reads every format posenc writes, its C outputs included, and any
-    .npy, .npz, .safetensors, .h5 or CSV.
+    .npy, .npz, .safetensors, .h5 or CSV; for a file posenc did not write, also the formula behind each table
+    (posenc identify).
 
     \b
     Examples:
@@ -118,6 +119,13 @@ def inspect_command(ctx: click.Context, /, file: str, as_json: bool, max_memory:
     console.print(out)
     for key, a in info["arrays"].items():  # a digest is never folded: it is meant to be copied
         console.print(f"sha256 {a['sha256']}  {printable(key)}", markup=False, soft_wrap=True)
+    for key, a in info["arrays"].items():  # a file posenc did not write: which formula made each table
+        if "identified" in a:
+            found = a["identified"]
+            said = f"`{found['command']}` ({found['agreement']})" if found else "no formula posenc knows"
+            console.print(f"identified {printable(key)}: {said}", markup=False, soft_wrap=True)
+    if any("identified" in a for a in info["arrays"].values()):
+        console.print(printable(f"details: posenc identify {file}"), markup=False, soft_wrap=True)
 
 
 def json_safe(value: Any) -> Any:

@@ -1,0 +1,44 @@
+"""One hypothesis about a stored table: the posenc command (and keywords) whose exact table it would be."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Hypothesis"]
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """``command`` (a key of :data:`posenc_cli.kinds.KINDS`) with the maker's keywords ``values`` would make
+    the stored table as its array ``array``.
+
+    ``angle`` gives the entries' sine/cosine arguments (approximate: they only scale the allowed error), or is
+    ``None`` for the relative rule (ALiBi); ``amplitude`` scales the allowed error too. ``overrides`` counts the
+    options beyond the command's required ones and its preset: the simplest explanation is reported first.
+    ``family`` names the reading that produced it (``sinusoid``, ``rope``, ``alibi``, ``sincos2d``).
+    """
+
+    command: str
+    values: dict[str, Any]
+    array: str
+    family: str
+    amplitude: float = 1.0
+    overrides: int = 0
+    angle: Callable[[], np.ndarray] | None = field(default=None, compare=False)
+    #: Other presets that name the same exact table with as many overrides (``ddpm``, ``whisper`` and
+    #: ``tensor2tensor`` share one for an even width): the table cannot tell them apart.
+    equivalent: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def preset(self) -> str | None:
+        """The preset the command names, if any."""
+        preset = self.values.get("preset")
+        return str(preset) if preset is not None else None
+
+    def key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+        """What makes two hypotheses the same table request (for removing duplicates)."""
+        return self.command, self.array, tuple(sorted((k, repr(v)) for k, v in self.values.items()))

@@ -1,0 +1,302 @@
+"""``posenc identify`` (``posenc_cli/identification/``): the formula behind a stored table, checked against tables
+the real frameworks made.
+
+The references are independent of the code under test: the checkpoint fixtures of ``tests/goldens/identify/``
+(transformers, diffusers, tensor2tensor; their manifest names the posenc command the fixture's maker checked
+against each table) read here with the ``safetensors``, numpy and h5py libraries themselves, the framework goldens
+of ``tests/goldens/``, and tables numpy computes the way the PyTorch tutorial and DistilBERT do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import safetensors.numpy
+from click.testing import CliRunner
+
+from posenc_cli.cli import cli
+from posenc_cli.identification import identify, identify_array
+
+FIXTURES = Path(__file__).parent / "goldens" / "identify"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+GOLDENS = Path(__file__).parent / "goldens"
+GOLDEN_MANIFEST = json.loads((GOLDENS / "manifest.json").read_text())
+
+
+def _tensors(role: str) -> list[tuple[str, str, dict]]:
+    return [
+        (name, key, entry)
+        for name, file in sorted(MANIFEST["files"].items())
+        for key, entry in sorted(file["tensors"].items())
+        if entry["role"] == role
+    ]
+
+
+POSITIVE = _tensors("positional")
+
+
+def stored(name: str, key: str) -> np.ndarray:
+    """The tensor as the container's own library reads it."""
+    path = FIXTURES / name
+    if name.endswith(".safetensors"):
+        return safetensors.numpy.load_file(path)[key]
+    if name.endswith(".npz"):
+        with np.load(path, allow_pickle=False) as data:
+            return data[key]
+    with h5py.File(path, "r") as f:
+        return f[key][()]
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def written(command: str, out: Path) -> np.ndarray:
+    """Run a reported ``posenc ... -o name`` line with ``-o out`` instead, and read the .npy it writes."""
+    words = shlex.split(command)
+    assert words[0] == "posenc" and words[-2] == "-o"
+    result = run(*words[1:-2], "-o", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    return np.load(out)
+
+
+# ------------------------------------------------------------------------------------ the framework checkpoints
+@pytest.mark.parametrize(("name", "key", "entry"), POSITIVE, ids=[f"{n}:{k}" for n, k, _ in POSITIVE])
+def test_identifies_every_framework_table(tmp_path, name, key, entry):
+    result = identify(FIXTURES / name, key)
+    [tensor] = result.tensors
+    match = tensor.match
+    assert match is not None, [c.to_json() for c in tensor.nearest]
+    expected = shlex.split(entry["expected"]["command"])
+    assert match.hypothesis.command == expected[1]
+    assert match.hypothesis.array == entry["expected"]["array"]
+    if "-p" in expected:
+        preset = expected[expected.index("-p") + 1]
+        assert preset in (match.hypothesis.preset, *match.hypothesis.equivalent)
+    # the command it reports writes the framework's table: as close to it as the command the fixture's maker
+    # checked against the framework (its measured error), and within the float32 rule of the position range
+    golden = stored(name, key).astype(np.float64)
+    ours = written(match.command, tmp_path / "ours.npy").astype(np.float64)
+    part = f" --part {entry['expected']['array']}" if expected[1] in ("rope", "alibi") else ""
+    reference = written(f"{entry['expected']['command']}{part} -o x.npy", tmp_path / "reference.npy")
+    reference = reference.astype(np.float64)
+    golden = golden.reshape(reference.shape)
+    measured = entry["measured"]["max_abs_error"]
+    assert np.max(np.abs(ours - golden)) <= measured + 2.0**-22 * np.max(np.abs(golden))
+    positions = max(golden.shape[0], 1000)
+    assert np.max(np.abs(ours - reference)) <= 2.0**-20 * (1 + positions) * np.max(np.abs(golden))
+    assert match.comparison.departures == 0 and match.comparison.max_abs_error <= measured + 1e-6
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _, _ in POSITIVE}))
+def test_without_a_key_the_positional_table_is_found(name):
+    """Every array of the file is tried; the best match is one of the file's positional tables, and the unrelated
+    tensors (random embeddings, layer norms, biases) match nothing."""
+    result = identify(FIXTURES / name)
+    positional = {k.lstrip("/") for n, k, _ in POSITIVE if n == name}
+    assert result.best is not None and result.best.key in positional and result.match is not None
+    for tensor in result.tensors:
+        role = MANIFEST["files"][name]["tensors"].get(tensor.key) or MANIFEST["files"][name]["tensors"].get(
+            "/" + str(tensor.key)
+        )
+        assert (tensor.match is not None) == (role["role"] == "positional"), tensor.key
+
+
+def test_a_learned_table_is_no_match():
+    result = run("identify", str(FIXTURES / "learned_negative.safetensors"))
+    assert result.exit_code == 1
+    assert "no match" in result.output and "learned" in result.output
+    doc = json.loads(run("identify", str(FIXTURES / "learned_negative.safetensors"), "--json").output)
+    assert doc["match"] is None and doc["key"] == "bert.embeddings.position_embeddings.weight"
+
+
+def test_one_perturbed_entry_is_no_match_and_is_found():
+    [(name, key, entry)] = [t for t in _tensors("negative") if "perturbation" in t[2]]
+    where = entry["perturbation"]
+    result = identify(FIXTURES / name, key)
+    [tensor] = result.tensors
+    assert tensor.match is None
+    nearest = tensor.nearest[0]
+    assert nearest.hypothesis.preset == "vaswani"
+    assert nearest.comparison.departures == 1
+    assert nearest.comparison.rows == (where["row"],) and nearest.comparison.columns == (where["column"],)
+    assert nearest.comparison.worst == (where["row"], where["column"])
+    doc = json.loads(run("identify", str(FIXTURES / name), "--key", key, "--json").output)
+    assert doc["match"] is None
+    assert doc["nearest"][0]["departure_rows"] == [str(where["row"])]
+
+
+# ------------------------------------------------------------------------------- the goldens of tests/goldens/
+def _golden_cases() -> list[tuple[str, str, str, str | None]]:
+    """(file, array, kind, preset) of every golden table at evenly spaced positions, four columns or more."""
+    cases = []
+    goldens = GOLDEN_MANIFEST["goldens"]
+    for entry in goldens.values() if isinstance(goldens, dict) else goldens:
+        positions = entry.get("positions", {})
+        if positions.get("kind") == "list":  # timesteps at arbitrary positions: not a `generate` table
+            continue
+        group = entry["group"]
+        for key, meta in entry["arrays"].items():
+            shape = meta["shape"]
+            if meta["dtype"] not in ("float32", "float64") or len(shape) != 2 or shape[1] < 4:
+                continue
+            if group == "rope" and ("mscale" in entry["file"] or "longrope" in entry["file"]):
+                continue  # yarn's DeepSeek mscale; LongRoPE over 24-64 rows (its slow factors are not in the table)
+            if key.startswith(("builder_raw", "bias_left_padded", "table")) or "forward" in key:
+                continue  # not the tables: raw builder output, a padded batch, the framework's forward() batch
+            kind = {"sinusoid": "generate", "rope": "rope", "alibi": "alibi", "sincos2d": "sincos2d"}[group]
+            cases.append((entry["file"], key, kind, entry.get("preset")))
+    return cases
+
+
+GOLDEN_CASES = _golden_cases()
+
+
+@pytest.mark.parametrize(
+    ("file", "key", "kind", "preset"), GOLDEN_CASES, ids=[f"{f}:{k}" for f, k, _, _ in GOLDEN_CASES]
+)
+def test_identifies_the_framework_goldens(file, key, kind, preset):
+    with np.load(GOLDENS / file, allow_pickle=False) as data:
+        table = data[key]
+    result = identify_array(table, key=key)
+    assert result.match is not None, [c.to_json() for c in result.nearest]
+    assert result.match.hypothesis.command == kind
+    if preset is not None:
+        assert preset in (result.match.hypothesis.preset, *result.match.hypothesis.equivalent)
+
+
+# ------------------------------------------------------------------------------------------- a full-size table
+N, D = 8192, 1024
+
+
+def torch_tutorial_float32() -> np.ndarray:
+    """The PyTorch tutorial's PositionalEncoding, in float32 throughout, computed by numpy."""
+    position = np.arange(N, dtype=np.float32)[:, None]
+    div = np.exp(np.arange(0, D, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / D))
+    pe = np.zeros((N, D), np.float32)
+    pe[:, 0::2] = np.sin(position * div)
+    pe[:, 1::2] = np.cos(position * div)
+    return pe
+
+
+def distilbert_float64(n: int = N, d: int = D) -> np.ndarray:
+    """DistilBERT's create_sinusoidal_embeddings: float64 angles, sin/cos, rounded once to float32."""
+    j = np.arange(d)
+    angle = np.arange(n)[:, None] / np.power(10000, 2 * (j // 2) / d)
+    pe = np.empty((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle[:, 0::2]), np.cos(angle[:, 1::2])
+    return pe.astype(np.float32)
+
+
+def test_a_full_size_float32_table():
+    result = identify_array(torch_tutorial_float32())
+    assert result.match is not None and result.match.hypothesis.preset == "vaswani"
+    assert result.match.comparison.agreement == "within float32 rounding"
+
+
+def test_a_full_size_table_rounded_once_and_one_fine_tuned_entry():
+    table = distilbert_float64()
+    result = identify_array(table)
+    assert result.match is not None and result.match.hypothesis.preset == "vaswani"
+    assert result.match.comparison.agreement in ("bit-identical", "rounded once from float64")
+    table[4321, 77] = np.nextafter(table[4321, 77], np.float32(2))
+    result = identify_array(table)
+    assert result.match is None
+    assert result.nearest[0].comparison.rows == (4321,) and result.nearest[0].comparison.columns == (77,)
+
+
+def test_fine_tuned_rows_are_named():
+    """A sinusoidal table whose first rows were trained on: the departure is those rows, every column."""
+    table = distilbert_float64(512, D)
+    table[:3] += np.random.default_rng(7).normal(0, 1e-3, (3, D)).astype(np.float32)
+    result = identify_array(table)
+    assert result.match is None
+    nearest = result.nearest[0]
+    assert nearest.hypothesis.preset == "vaswani" and nearest.comparison.rows == (0, 1, 2)
+    assert nearest.to_json()["departure_rows"] == ["0-2"]
+
+
+# --------------------------------------------------------------------------------------- the command and errors
+def test_the_report_and_the_manifest_entry_rebuild_the_table(tmp_path):
+    name, key = "m2m100.safetensors", "model.encoder.embed_positions.weights"
+    result = run("identify", str(FIXTURES / name))
+    assert result.exit_code == 0, result.output
+    assert "preset: fairseq" in result.output and "regenerate: posenc generate" in result.output
+    doc = json.loads(run("identify", str(FIXTURES / name), "--json").output)
+    match = doc["match"]
+    assert doc["key"] == key and match["preset"] == "fairseq"
+    assert set(match) >= {"command", "preset", "params", "max_abs_error", "max_ulp_error", "manifest"}
+    (tmp_path / "posenc.toml").write_text(match["manifest"] + "\n")
+    built = run("build", str(tmp_path / "posenc.toml"))
+    assert built.exit_code == 0, built.output
+    table = np.load(tmp_path / "pe.npy").astype(np.float64)
+    golden = stored(name, key).astype(np.float64)
+    assert np.max(np.abs(table - golden)) <= MANIFEST["files"][name]["tensors"][key]["measured"]["max_abs_error"]
+
+
+def test_bad_usage_is_one_line_and_exit_2(tmp_path):
+    name = str(FIXTURES / "m2m100.safetensors")
+    result = run("identify", name, "--key", "nope")
+    assert result.exit_code == 2, result.output
+    assert "model.shared.weight" in result.output and result.output.count("\n") == 1
+    result = run("identify", str(tmp_path / "missing.npy"))  # as inspect and verify: a file that cannot be read
+    assert result.exit_code == 1 and "missing.npy" in result.output and result.output.count("\n") == 1
+    np.save(tmp_path / "ints.npy", np.arange(12).reshape(3, 4))
+    result = run("identify", str(tmp_path / "ints.npy"), "--key", "array")
+    assert result.exit_code in (1, 2) and result.output.startswith("Error:") and result.output.count("\n") == 1
+
+
+def test_hostile_files(tmp_path):
+    """Keys are data: a key with terminal escapes is printed escaped; a file that lies about its size is refused
+    before anything is allocated; NaN tables and arrays of five axes are passed over."""
+    table = distilbert_float64(64, 32)
+    np.savez(tmp_path / "evil.npz", **{"\x1b[2J\x1b]0;pwned\x07": table, "nan": np.full((8, 8), np.nan, np.float32)})
+    result = run("identify", str(tmp_path / "evil.npz"))
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    doc = json.loads(run("identify", str(tmp_path / "evil.npz"), "--json").output)
+    assert doc["match"]["command"].startswith("posenc generate") and "\x1b" not in doc["match"]["command"]
+    assert "pwned" not in doc["match"]["command"] and "pwned" not in doc["match"]["manifest"]
+    nan = next(t for t in doc["tensors"] if t["key"] == "nan")
+    assert nan["match"] is None and "NaN" in nan["note"]
+    # a .npy header that declares 2**40 float32 values over a few bytes of data
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576), }"
+    header += b" " * (-(10 + len(header) + 1) % 64) + b"\n"
+    (tmp_path / "huge.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 64)
+    result = run("identify", str(tmp_path / "huge.npy"))
+    assert result.exit_code == 1 and result.output.startswith("Error:") and result.output.count("\n") == 1
+    np.save(tmp_path / "five.npy", np.zeros((2, 2, 2, 2, 2), np.float32))
+    result = run("identify", str(tmp_path / "five.npy"))
+    assert result.exit_code == 1 and "no floating-point array" in result.output
+
+
+def test_inspect_names_the_formula_of_a_file_posenc_did_not_write(tmp_path):
+    name = str(FIXTURES / "whisper.safetensors")
+    doc = json.loads(run("inspect", name, "--json").output)
+    arrays = doc["arrays"]
+    found = arrays["model.encoder.embed_positions.weight"]["identified"]
+    assert found["kind"] == "generate" and "whisper" in (found["preset"], *found["equivalent_presets"])
+    assert arrays["model.encoder.conv1.bias"]["identified"] is None
+    text = run("inspect", name).output
+    assert "identified model.encoder.embed_positions.weight: `posenc generate" in text
+    assert f"details: posenc identify {name}" in text
+    # a file posenc wrote says what it is already: nothing is identified
+    assert run("generate", "-n", "16", "-d", "8", "-o", str(tmp_path / "pe.npz"), "-q").exit_code == 0
+    mine = json.loads(run("inspect", str(tmp_path / "pe.npz"), "--json").output)
+    assert all("identified" not in a for a in mine["arrays"].values())
+
+
+def test_the_api_publishes_identify():
+    import posenc_cli
+    from posenc_cli import api
+
+    assert posenc_cli.identify is api.identify is identify
+    result = posenc_cli.identify(FIXTURES / "marian.npz", "model.decoder.embed_positions.weight")
+    assert result.match is not None and result.match.hypothesis.preset == "marian"
+    assert result.match.comparison.agreement == "bit-identical"  # Marian computes in float64 and rounds once
