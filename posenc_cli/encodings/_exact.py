@@ -318,21 +318,17 @@ def turn_table(m: int) -> np.ndarray:
     if m <= 0 or m % 8:
         raise ValueError(f"the turn table needs a positive multiple of 8 entries, got {m}")
     octant = m // 8
-    s_oct, c_oct = _rotations(m, octant)
+    s_oct, c_oct = _double_doubles(*_rotations(m, octant))  # (2, octant + 1) each: hi, lo
     q = m // 4
     # first quadrant: i <= m/8 from the rotation, m/8 < i <= m/4 by sin(2 pi i/m) = cos(2 pi (m/4 - i)/m)
-    s_q = s_oct + [c_oct[q - i] for i in range(octant + 1, q + 1)]
-    c_q = c_oct + [s_oct[q - i] for i in range(octant + 1, q + 1)]
-    s_q[q], c_q[0] = Decimal(1), Decimal(1)
-    sines, cosines = [], []
-    for turn in range(4):  # rotating by a quarter turn: (s, c) -> (c, -s), negated exactly (no context rounding)
-        for j in range(q):
-            s, c = s_q[j], c_q[j]
-            for _ in range(turn):
-                s, c = c, s.copy_negate()
-            sines.append(s)
-            cosines.append(c)
-    return _double_doubles(sines, cosines)
+    s_q = np.concatenate([s_oct, c_oct[:, q - octant - 1 :: -1]], axis=1)
+    c_q = np.concatenate([c_oct, s_oct[:, q - octant - 1 :: -1]], axis=1)
+    s_q[:, q], c_q[:, 0] = (1.0, 0.0), (1.0, 0.0)
+    s, c = s_q[:, :q], c_q[:, :q]
+    # quarter turns (s, c) -> (c, -s): negating a double-double is exact; + 0.0 keeps every zero +0.0
+    sines = np.concatenate([s, c, -s + 0.0, -c + 0.0], axis=1)
+    cosines = np.concatenate([c, -s + 0.0, -c + 0.0, s], axis=1)
+    return np.vstack([sines, cosines])
 
 
 def _rotations(m: int, last: int) -> tuple[list[Decimal], list[Decimal]]:
@@ -351,14 +347,14 @@ def _rotations(m: int, last: int) -> tuple[list[Decimal], list[Decimal]]:
     return sines, cosines
 
 
-def _double_doubles(sines: list[Decimal], cosines: list[Decimal]) -> np.ndarray:
-    """Rows sin_hi, sin_lo, cos_hi, cos_lo of the values (an exact zero: ``+0.0`` twice)."""
-    out = np.zeros((4, len(sines)))
+def _double_doubles(sines: list[Decimal], cosines: list[Decimal]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows hi, lo of the sines and of the cosines (an exact zero: ``+0.0`` twice)."""
+    out = np.zeros((2, 2, len(sines)))
     with decimal.localcontext() as ctx:
         ctx.prec = 60
-        for row, values in ((0, sines), (2, cosines)):
+        for which, values in enumerate((sines, cosines)):
             for i, value in enumerate(values):
                 if value:
                     hi = float(value)
-                    out[row, i], out[row + 1, i] = hi, float(value - Decimal(hi))
-    return out
+                    out[which, 0, i], out[which, 1, i] = hi, float(value - Decimal(hi))
+    return out[0], out[1]

@@ -18,7 +18,7 @@ Round trip: the array's values, dtype and shape. ``.npy`` carries no parameters:
 
 Sidecar: a table whose array's element type ``.npy`` cannot name (bfloat16 stored as ``<u2`` bit patterns, the
 fixed-point types q31, q15, q7 and ``fixed<T>.<F>``, affine int8 with its scale and zero point; decided for the
-array written, :func:`~posenc_cli.formats._spell.element_name`: the int16 ``index`` of a table whose ``dtype`` is
+array written, :func:`~posenc_cli.dtypes.element_of`: the int16 ``index`` of a table whose ``dtype`` is
 int16 needs none, and neither do plain int8, the other integers and the floats) also gets ``<stem>.json`` beside it:
 canonical JSON (sorted keys, two-space indent, a final newline) ``{"dtype": ..., "generator": "posenc X.Y.Z",
 "kind": ..., "params": {...}, "storage": "<u2"}``.
@@ -58,11 +58,10 @@ from typing import IO, Any, BinaryIO
 import numpy as np
 
 from .._version import __version__
-from ..dtypes import fixed_format
+from ..dtypes import element_of, fixed_format
 from ..errors import FormatError
 from ..table import Param, Table
 from ._blocks import raw_bytes, row_blocks
-from ._spell import element_name, is_affine
 from .limits import MAX_DIMS, MAX_METADATA, Budget, check_nesting, human
 from .options import WriteOptions
 
@@ -116,10 +115,10 @@ NEEDS_SIDECAR = ("bfloat16", "q15", "q7", "int8")
 
 def needs_sidecar(table: Table) -> bool:
     """Whether ``table`` (of one array) needs a ``.json`` sidecar to be understood (see the module docstring)."""
-    element = element_name(table, next(iter(table.arrays)))
+    element = element_of(table.params, next(iter(table.arrays.values())).dtype)
     if fixed_format(element) is not None:
         return True
-    return element in NEEDS_SIDECAR and (element != "int8" or is_affine(table.params))
+    return element in NEEDS_SIDECAR and (element != "int8" or "scale" in table.params)
 
 
 def dump_sidecar(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
