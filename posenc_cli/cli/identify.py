@@ -53,7 +53,10 @@ def _describe(tensor: TensorResult) -> str:
 
 def _closeness(candidate: Candidate) -> str:
     c = candidate.comparison
-    return f"{c.agreement}: max abs error {c.max_abs_error:.3g}, max {c.max_ulp_error:.3g} ulp"
+    return (
+        f"{c.agreement}: max abs error {c.max_abs_error:.3g} ({c.max_amplitude_ulps:.3g} ulp of the amplitude, "
+        f"{c.max_ulp_error:.3g} ulp of the entry)"
+    )
 
 
 def _print(file: str, result: Identification) -> None:
@@ -63,7 +66,7 @@ def _print(file: str, result: Identification) -> None:
         lines.append(f"{file}: no floating-point array with one or two axes (besides axes of size 1) to identify")
     elif best.match is not None:
         match = best.match
-        lines.append(f"{file}: {_describe(best)} is {match.hypothesis.command}'s table")
+        lines.append(f"{file}: {_describe(best)} is a posenc {match.hypothesis.command} table")
         preset = match.hypothesis.preset
         if preset:
             also = match.hypothesis.equivalent
@@ -84,9 +87,12 @@ def _print(file: str, result: Identification) -> None:
                 summary = c.summary()
                 at = [f"{axis} {', '.join(summary[f'departure_{axis}'])}" for axis in ("rows", "columns")]  # type: ignore[arg-type]
                 at = [text for text in at if not text.endswith(" ")]
-                where = f"; departs in {c.departures} entries ({'; '.join(at)})"
+                entries = "1 entry" if c.departures == 1 else f"{c.departures} entries"
+                where = f"; departs in {entries} ({'; '.join(at)})"
             lines.append(f"  nearest: {candidate.command}")
-            lines.append(f"    max abs error {c.max_abs_error:.3g}, max {c.max_ulp_error:.3g} ulp{where}")
+            lines.append(
+                f"    max abs error {c.max_abs_error:.3g} ({c.max_amplitude_ulps:.3g} ulp of the amplitude){where}"
+            )
     for tensor in result.tensors:
         if tensor is best:
             continue

@@ -23,6 +23,7 @@ Departures are the entries outside the rule: the report names their rows and col
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,8 @@ class Comparison:
     matched: bool
     agreement: str  # "bit-identical", "within float32 rounding" (the stored type's), "none"
     max_abs_error: float
-    max_ulp_error: float
+    max_ulp_error: float  # in units in the last place of each entry's exact value (large near zeros of sin)
+    max_amplitude_ulps: float  # the largest error in units in the last place of the table's amplitude
     identical: float  # share of bit-identical entries
     worst_ratio: float  # max over entries of error / allowed error
     departures: int
@@ -56,6 +58,7 @@ class Comparison:
             "agreement": self.agreement,
             "max_abs_error": self.max_abs_error,
             "max_ulp_error": self.max_ulp_error,
+            "max_amplitude_ulps": self.max_amplitude_ulps,
             "bit_identical_share": round(self.identical, 6),
             "departures": self.departures,
             "departure_rows": ranges(self.rows),
@@ -85,6 +88,7 @@ def compare(
     """
     dtype = stored.dtype
     values = stored.astype(np.float64)
+    scale = abs(amplitude) if angle is not None else float(np.max(np.abs(exact), initial=0.0))
     if rounded is None:
         rounded = exact.astype(dtype)
     error = np.abs(values - exact)
@@ -127,6 +131,7 @@ def compare(
         agreement=agreement,
         max_abs_error=float(error.max()) if error.size else 0.0,
         max_ulp_error=float((error / spacing).max()) if error.size else 0.0,
+        max_amplitude_ulps=float(error.max() / _ulp(scale, u)) if error.size else 0.0,
         identical=identical,
         worst_ratio=float(ratio.max()) if ratio.size else 0.0,
         departures=departures,
@@ -134,6 +139,11 @@ def compare(
         columns=columns,
         worst=worst,
     )
+
+
+def _ulp(value: float, u: float) -> float:
+    """The unit in the last place, at ``value``, of a binary type of unit roundoff ``u``."""
+    return 2.0 ** math.floor(math.log2(value)) * 2 * u if value > 0 else 2 * u
 
 
 def ranges(indices: tuple[int, ...]) -> list[str]:
