@@ -300,3 +300,21 @@ def test_the_api_publishes_identify():
     result = posenc_cli.identify(FIXTURES / "marian.npz", "model.decoder.embed_positions.weight")
     assert result.match is not None and result.match.hypothesis.preset == "marian"
     assert result.match.comparison.agreement == "bit-identical"  # Marian computes in float64 and rounds once
+
+
+def test_a_checkpoint_is_read_one_tensor_at_a_time(monkeypatch):
+    """A .safetensors model is never read whole: each tensor is read alone within a cap, and one over it is passed
+    over with a note (here the cap is lowered below the word embedding and above the positional table)."""
+    from posenc_cli import identification
+
+    monkeypatch.setattr(identification, "MAX_TRIED_BYTES", 512 * 768 * 4)
+    name = FIXTURES / "distilbert.safetensors"
+    result = identification.identify(name)
+    assert result.match is not None and result.best.key == "distilbert.embeddings.position_embeddings.weight"
+    monkeypatch.setattr(identification, "MAX_TRIED_BYTES", 4096)
+    result = identification.identify(name)
+    assert result.match is None
+    notes = {t.key: t.note for t in result.tensors}
+    assert notes["distilbert.embeddings.position_embeddings.weight"].startswith("not tried:")
+    text = run("identify", str(name)).output
+    assert "not tried:" in text and "--max-memory" in text

@@ -96,6 +96,9 @@ def _print(file: str, result: Identification) -> None:
     for tensor in result.tensors:
         if tensor is best:
             continue
+        if tensor.match is None and tensor.note and tensor.note.startswith("not tried"):
+            lines.append(f"also {tensor.key!r}: {tensor.note}")
+            continue
         found = f"posenc {tensor.match.hypothesis.command} ({tensor.match.command})" if tensor.match else "no match"
         lines.append(f"also {_describe(tensor)}: {found}")
     for line in lines:  # names and keys from the file are data: control characters escaped

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import decode
-from ..errors import SpecError
+from ..errors import FormatError, SpecError
 from ..read import PathLike, load, names
 from ..table import RowSource
 from ._compare import ROUNDED_ONCE, Comparison, compare
@@ -158,6 +158,11 @@ def _squeezed(array: np.ndarray) -> np.ndarray | None:
 def identify(source: PathLike, key: str | None = None, *, max_memory: int | None = None) -> Identification:
     """Identify the tables in the file ``source`` (only the array ``key`` when given).
 
+    A file whose format lists its arrays without reading them (``.safetensors``: a model's hundreds of tensors) is
+    read one array at a time, each within :data:`MAX_TRIED_BYTES` (and ``max_memory``): a large checkpoint is never
+    read whole, and an array over that size (an embedding matrix), or one posenc cannot read, is passed over with a
+    note. Other formats are read whole, within ``max_memory``, as :func:`posenc_cli.read.load` reads them.
+
     Raises :class:`~posenc_cli.errors.SpecError` (``param="key"``) for a ``key`` the file does not hold or an
     array that cannot be a positional table, :class:`~posenc_cli.errors.FormatError` for a file posenc cannot
     read.
@@ -166,6 +171,8 @@ def identify(source: PathLike, key: str | None = None, *, max_memory: int | None
     listed = names(path)
     if key is not None and listed is not None and key not in listed:
         raise SpecError(f"{path!r} has no array {key!r}; it holds {_listing(listed)}", param="key")
+    if key is None and listed is not None:
+        return Identification(path, tuple(_each_listed(path, listed, max_memory)))
     table = load(path, max_memory=max_memory, part=key)
     arrays = table.arrays
     if key is not None and key not in arrays and key.lstrip("/") in arrays:  # an HDF5 path from the root
@@ -189,6 +196,24 @@ def identify(source: PathLike, key: str | None = None, *, max_memory: int | None
             continue
         results.append(_identify_one(stored, name))
     return Identification(path, tuple(results))
+
+
+#: The most bytes one array of a listed checkpoint may take to be tried without ``key``.
+MAX_TRIED_BYTES = 1 << 28
+
+
+def _each_listed(path: str, listed: list[str], max_memory: int | None) -> Iterator[TensorResult]:
+    """Each array of a file that lists them, read alone within :data:`MAX_TRIED_BYTES`."""
+    cap = MAX_TRIED_BYTES if max_memory is None else min(max_memory, MAX_TRIED_BYTES)
+    for name in listed:
+        try:
+            array = load(path, max_memory=cap, part=name).arrays[name]
+        except FormatError as exc:  # over the cap, or an array posenc cannot read: said, not tried
+            yield TensorResult(name, (), "unread", None, (), f"not tried: {exc}")
+            continue
+        stored = np.asarray(array) if isinstance(array, RowSource) else array
+        if stored.size <= MAX_TRIED_ENTRIES and _squeezed(stored) is not None:
+            yield _identify_one(stored, name)
 
 
 def identify_array(array: np.ndarray, *, key: str | None = None) -> TensorResult:
@@ -226,7 +251,7 @@ def _identify_one(stored: np.ndarray, key: str | None) -> TensorResult:
         if candidate.matched:
             return TensorResult(key, tuple(stored.shape), stored.dtype.name, candidate)
         evaluated.append(candidate)
-    evaluated.sort(key=lambda c: (c.comparison.departures, c.comparison.worst_ratio))
+    evaluated.sort(key=lambda c: (c.comparison.departures / max(c.comparison.compared, 1), c.comparison.worst_ratio))
     note = None if evaluated else "no formula posenc knows reads off these values (a learned table?)"
     return TensorResult(key, tuple(stored.shape), stored.dtype.name, None, tuple(evaluated[:_NEAREST]), note)
 

@@ -48,6 +48,7 @@ class Comparison:
     identical: float  # share of bit-identical entries
     worst_ratio: float  # max over entries of error / allowed error
     departures: int
+    compared: int  # entries compared (the first rows only when a reading was far off there already)
     rows: tuple[int, ...]
     columns: tuple[int, ...]
     worst: tuple[int, ...] | None  # index of the worst entry
@@ -61,6 +62,7 @@ class Comparison:
             "max_amplitude_ulps": self.max_amplitude_ulps,
             "bit_identical_share": round(self.identical, 6),
             "departures": self.departures,
+            "entries_compared": self.compared,
             "departure_rows": ranges(self.rows),
             "departure_columns": ranges(self.columns),
         }
@@ -135,6 +137,7 @@ def compare(
         identical=identical,
         worst_ratio=float(ratio.max()) if ratio.size else 0.0,
         departures=departures,
+        compared=int(stored.size),
         rows=rows,
         columns=columns,
         worst=worst,
