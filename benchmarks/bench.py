@@ -161,14 +161,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the 4 GiB streaming case")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown on stdout")
     parser.add_argument("--targets", action="store_true", help="only the speed issue's five rows (#17)")
+    parser.add_argument("--identify", action="store_true", help="only posenc identify on an 8192x1024 table (#18)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: a temp dir in .)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir=args.dir or Path.cwd()))
     report = Report()
     print(f"machine: {machine()}", file=sys.stderr)
     try:
-        targets(report, args.repeat, scratch, args.quick)
-        if not args.targets:
+        if args.identify:
+            identify_time(report, args.repeat)
+        else:
+            targets(report, args.repeat, scratch, args.quick)
+        if not args.targets and not args.identify:
+            identify_time(report, args.repeat)
             generation(report, args.repeat)
             text(report, args.repeat, scratch)
             startup(report, args.repeat, scratch)
@@ -356,6 +361,32 @@ def text(report: Report, repeat: int, scratch: Path) -> None:
         f"{ours_npy * 1e3:.1f} ms",
         f"{ours_npy / npsave:.1f}x np.save",
     )
+
+
+def identify_time(report: Report, repeat: int) -> None:
+    """posenc identify on 8192x1024 tables numpy computes as the PyTorch tutorial (float32) and DistilBERT (float64,
+    rounded once) do: the issue (#18) asks for an answer within seconds."""
+    from posenc_cli.identification import identify_array
+
+    pos = np.arange(SEQ, dtype=np.float32)[:, None]
+    div = np.exp(np.arange(0, D, 2, dtype=np.float32) * np.float32(-np.log(10000.0) / D))
+    tutorial = np.zeros((SEQ, D), np.float32)
+    tutorial[:, 0::2], tutorial[:, 1::2] = np.sin(pos * div), np.cos(pos * div)
+    j = np.arange(D)
+    angle = np.arange(SEQ)[:, None] / np.power(10000, 2 * (j // 2) / D)
+    distilbert = np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
+    learned = (np.random.default_rng(0).standard_normal((SEQ, D)) * 0.02).astype(np.float32)
+    for label, table in (
+        ("PyTorch tutorial float32", tutorial),
+        ("DistilBERT float64", distilbert),
+        ("learned", learned),
+    ):
+        found = identify_array(table).match
+        seconds = median_time(lambda table=table: identify_array(table), max(1, repeat // 2))
+        said = f"{found.hypothesis.preset}, {found.comparison.agreement}" if found else "no match"
+        report.add(
+            f"identify {SEQ}x{D}, {label}", f"{seconds:.2f} s", said, verdict(seconds <= 10, "within seconds (<= 10 s)")
+        )
 
 
 def startup(report: Report, repeat: int, scratch: Path) -> None:
