@@ -318,3 +318,16 @@ def test_a_checkpoint_is_read_one_tensor_at_a_time(monkeypatch):
     assert notes["distilbert.embeddings.position_embeddings.weight"].startswith("not tried:")
     text = run("identify", str(name)).output
     assert "not tried:" in text and "--max-memory" in text
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_a_table_stored_in_another_float_type_is_named_with_it(dtype):
+    """DistilBERT's table saved as float16 (a half-precision checkpoint) or kept in float64: the command says
+    --dtype, and a table rounded once is bit-identical in that type (float16) or within float64 rounding."""
+    j = np.arange(32)
+    angle = np.arange(64)[:, None] / np.power(10000, 2 * (j // 2) / 32)
+    table = np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(dtype)
+    match = identify_array(table).match
+    assert match is not None and match.hypothesis.preset == "vaswani"
+    assert f"--dtype {dtype}" in match.command and f'dtype = "{dtype}"' in match.manifest
+    assert match.comparison.agreement in ("bit-identical", "within float64 rounding")

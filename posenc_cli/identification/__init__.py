@@ -275,7 +275,10 @@ def _reshaped(exact: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
 
 
 def _evaluate(hypothesis: Hypothesis, stored: np.ndarray) -> Candidate | None:
-    """The hypothesis compared with ``stored`` (squeezed); ``None`` when posenc refuses its parameters."""
+    """The hypothesis compared with ``stored`` (squeezed); ``None`` when posenc refuses its parameters. A table
+    stored as float16 or float64 is named with that ``--dtype``."""
+    if stored.dtype.name in ("float16", "float64"):
+        hypothesis = dataclasses.replace(hypothesis, values={**hypothesis.values, "dtype": stored.dtype.name})
     try:
         exact_source = _make(hypothesis, "float64", lazy=True)
     except SpecError:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GeometricFit", "column_rates", "geometric_fit", "nice_numbers", "sample_rows"]
+__all__ = ["GeometricFit", "column_rates", "geometric_fit", "nice_numbers", "resolution", "sample_rows"]
 
 #: Rows whose normalised value is closer than this to +-1 say little about a reflected angle (``acos`` near 0):
 #: the refinement keeps its estimate there.
@@ -62,6 +62,22 @@ def _branches(values: np.ndarray, mode: str) -> tuple[list[np.ndarray], np.ndarr
         return [a, -a], np.abs(v) < _FLAT
     a = np.arcsin(v)
     return [a, math.pi - a], np.abs(v) < _FLAT
+
+
+def resolution(values: np.ndarray) -> float:
+    """The relative precision the stored values carry: ``2**-8`` when every one is a bfloat16 value, ``2**-11``
+    a float16 one, ``2**-24`` a float32 one, else ``2**-53``. The readings' own checks (one amplitude, one
+    frequency per column) allow a few of these, never less than ``1e-3``: a table rounded to bfloat16 is still
+    read."""
+    narrow = values.astype(np.float32)
+    if not np.array_equal(narrow, values):
+        return 2.0**-53
+    if not (narrow.view(np.uint32) & 0xFFFF).any():
+        return 2.0**-8
+    with np.errstate(over="ignore"):
+        if np.array_equal(narrow.astype(np.float16).astype(np.float32), narrow):
+            return 2.0**-11
+    return 2.0**-24
 
 
 def sample_rows(rows: np.ndarray, spread: int = 32) -> np.ndarray:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._hypothesis import Hypothesis
-from ._readoff import COMMON, column_rates, geometric_fit, nice_numbers
+from ._readoff import COMMON, column_rates, geometric_fit, nice_numbers, resolution
 
 __all__ = ["rope_hypotheses"]
 
@@ -71,7 +71,8 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     t = np.abs(rates)
     wave = np.cos if mode == "cos" else np.sin
     model = amplitude * wave(np.outer(np.arange(n, dtype=np.float64), t))
-    if float(np.max(np.abs(model - distinct))) > 1e-3 * amplitude:  # not one frequency per column: not a cache
+    allowed = max(1e-3, 8 * resolution(values)) * amplitude  # a cache rounded to bfloat16 is still one
+    if float(np.max(np.abs(model - distinct))) > allowed:  # not one frequency per column: not a cache
         return
     yield from _modes(t, n, mode, layout, amplitude, mode)
 

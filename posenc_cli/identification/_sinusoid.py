@@ -24,11 +24,11 @@ import numpy as np
 from ..encodings import presets
 from ..errors import SpecError
 from ._hypothesis import Hypothesis
-from ._readoff import GeometricFit, column_rates, geometric_fit, nice_numbers, sample_rows
+from ._readoff import GeometricFit, column_rates, geometric_fit, nice_numbers, resolution, sample_rows
 
 __all__ = ["sinusoid_hypotheses"]
 
-_AMPLITUDE_SPREAD = 1e-3  # largest relative spread of sqrt(sin^2 + cos^2) over a table read as pairs
+_AMPLITUDE_SPREAD = 1e-3  # least allowed relative spread of sqrt(sin^2 + cos^2) over a table read as pairs
 _MISFIT = 1e-3  # largest relative misfit of the geometric law
 
 
@@ -65,7 +65,9 @@ def _first_frequency(spec: presets.SinusoidSpec) -> float:
     return spec.min_timescale if spec.freq == "timescales" else 1.0
 
 
-def _read(values: np.ndarray, rows: np.ndarray, layout: str, width: int, natural: bool) -> tuple[Any, ...] | None:
+def _read(
+    values: np.ndarray, rows: np.ndarray, layout: str, width: int, natural: bool, spread: float
+) -> tuple[Any, ...] | None:
     """``(amplitude, fit, start/step, index)`` of the table read in ``layout``, or ``None`` if it is not one."""
     sin, cos, index = _columns(layout, width, natural)
     if len(sin) < 2:
@@ -76,7 +78,7 @@ def _read(values: np.ndarray, rows: np.ndarray, layout: str, width: int, natural
     a = float(np.median(amplitude))
     if not a:
         return None
-    steady = np.max(np.abs(amplitude - a), axis=1) <= _AMPLITUDE_SPREAD * a
+    steady = np.max(np.abs(amplitude - a), axis=1) <= spread * a
     if steady.sum() < max(3, len(rows) // 2):
         return None
     rows = sample_rows(rows[steady])
@@ -96,6 +98,12 @@ def _read(values: np.ndarray, rows: np.ndarray, layout: str, width: int, natural
     weights = np.abs(w[slow])
     start_steps = float(np.sum(offsets * weights) / np.sum(weights))
     return a, fit, start_steps, index
+
+
+def _round_amplitude(amplitude: float, relative: float) -> float:
+    """The simplest amplitude within ``relative`` (and at least ``1e-6``) of the one read: 1 for most tables."""
+    near = nice_numbers(amplitude, max(relative, 1e-6), common=(1.0,))
+    return near[0] if near else amplitude
 
 
 def _snap(value: float, scale: float) -> list[float]:
@@ -122,15 +130,18 @@ def sinusoid_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     odd_modes: tuple[str | None, ...] = (None,)
     if d % 2:
         odd_modes = ("zero",) if not values[:, -1].any() else ("natural",)
+    precision = resolution(values)
+    spread = max(_AMPLITUDE_SPREAD, 8 * precision)
     seen: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
     for odd in odd_modes:
         width = d - 1 if odd == "zero" else d
         natural = odd == "natural"
         for layout in presets.LAYOUTS:
-            read = _read(values, rows, layout, width, natural)
+            read = _read(values, rows, layout, width, natural, spread)
             if read is None:
                 continue
             amplitude, fit, start_steps, index = read
+            amplitude = _round_amplitude(amplitude, 8 * precision)
             for hypothesis in _presets(n, d, odd, layout, padding, amplitude, fit, start_steps, index, width, natural):
                 if hypothesis.key() not in seen:
                     seen.add(hypothesis.key())
@@ -150,7 +161,7 @@ def _presets(
     width: int,
     natural: bool,
 ) -> Iterator[Hypothesis]:
-    amplitudes = [1.0] if abs(amplitude - 1) < 1e-6 else nice_numbers(amplitude, 1e-6, common=())
+    amplitudes = [amplitude]
     found: list[Hypothesis] = []
     for name, preset in presets.PRESETS.items():
         try:
