@@ -27,6 +27,8 @@ FIXTURES = Path(__file__).parent / "goldens" / "identify"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
 GOLDENS = Path(__file__).parent / "goldens"
 GOLDEN_MANIFEST = json.loads((GOLDENS / "manifest.json").read_text())
+ROPE_CONFIG = GOLDENS / "rope_config"
+ROPE_CONFIG_MANIFEST = json.loads((ROPE_CONFIG / "manifest.json").read_text())
 
 
 def _tensors(role: str) -> list[tuple[str, str, dict]]:
@@ -331,3 +333,31 @@ def test_a_table_stored_in_another_float_type_is_named_with_it(dtype):
     assert match is not None and match.hypothesis.preset == "vaswani"
     assert f"--dtype {dtype}" in match.command and f'dtype = "{dtype}"' in match.manifest
     assert match.comparison.agreement in ("bit-identical", "within float64 rounding")
+
+
+def _rope_model_cases() -> list[tuple[str, str, str]]:
+    """(file, array, HF rope_type) of the real models' RoPE goldens at positions 0..63 (tests/goldens/rope_config:
+    Llama 3.1, Mistral, Phi-2, Pythia, Phi-3 LongRoPE, Gemma 3 and 4, DeepSeek-V2 YaRN, Qwen2-VL, Qwen2.5 YaRN)."""
+    cases = []
+    for entry in ROPE_CONFIG_MANIFEST["goldens"].values():
+        if not entry["file"].endswith("_pos0-63.npz"):
+            continue
+        for key in ("cos", "sin", "inv_freq"):
+            if entry["file"].startswith("phi-3") and key == "sin":
+                continue  # 64 rows of LongRoPE's sin: the slowest factors are not in the table (docs/identify.md)
+            cases.append((entry["file"], key, entry["params"]["rope_type"]))
+    return cases
+
+
+ROPE_MODELS = _rope_model_cases()
+
+
+@pytest.mark.parametrize(("file", "key", "rope_type"), ROPE_MODELS, ids=[f"{f}:{k}" for f, k, _ in ROPE_MODELS])
+def test_identifies_the_rope_of_real_model_configs(file, key, rope_type):
+    """Each model's caches and inv_freq as transformers computed them from its published config.json."""
+    with np.load(ROPE_CONFIG / file, allow_pickle=False) as data:
+        table = data[key]
+    result = identify_array(table, key=key)
+    assert result.match is not None, [c.to_json() for c in result.nearest]
+    assert result.match.hypothesis.command == "rope"
+    assert result.match.hypothesis.values.get("scaling", "none") == {"default": "none"}.get(rope_type, rope_type)

@@ -9,6 +9,8 @@ distinct columns give their frequencies ``t_j`` (:func:`~posenc_cli.identificati
 - ``none``: ``t_j = theta**(-2j/head_dim)``, ``t_0 = 1``: ``theta`` from the ratio; ``linear``: the same over
   ``factor = 1/t_0``; ``dynamic``: a ``none`` table whose ``theta`` is not round is HF's NTK base
   ``theta (factor L/max - (factor - 1))**(d/(d-2))``, read for round ``theta`` and ``max`` (``L = seq``).
+- ``proportional`` (Gemma 4): the first ``rotary_dim/2`` frequencies as ``linear`` (over ``head_dim``), the rest
+  exactly 0 (columns of cos 1, sin 0);
 - otherwise the multipliers ``theta**(-2j/head_dim) / t_j`` (``theta`` from the first two, unscaled, columns):
   ``llama3`` (``A = 1``, ``factor`` the largest multiplier), ``yarn`` (``A = 0.1 ln factor + 1``), ``longrope``
   (each multiplier a factor, ``A`` from ``original`` and ``max``), with the pre-training lengths configurations
@@ -45,7 +47,8 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """Every scaling mode's reading of a cos/sin cache (2-D) or an ``inv_freq`` (1-D)."""
     if values.ndim == 1:
         t = values
-        if len(t) < 2 or not (t > 0).all() or not (np.diff(t) < 0).all():
+        active = t[: int(np.flatnonzero(t)[-1]) + 1] if t.any() else t[:0]  # proportional: zeros at the end
+        if len(active) < 2 or not (active > 0).all() or not (np.diff(active) < 0).all():
             return
         yield from _modes(t, None, "inv_freq", "half", 1.0, "inv_freq")
         return
@@ -69,6 +72,8 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
         return
     rates, _ = column_rates(distinct / amplitude, np.arange(n), mode)
     t = np.abs(rates)
+    idle = np.all(distinct == distinct[0], axis=0)  # Gemma 4's proportional: columns not rotated, cos 1 and sin 0
+    t[idle] = 0.0
     wave = np.cos if mode == "cos" else np.sin
     model = amplitude * wave(np.outer(np.arange(n, dtype=np.float64), t))
     allowed = max(1e-3, 8 * resolution(values)) * amplitude  # a cache rounded to bfloat16 is still one
@@ -85,6 +90,12 @@ _LOW, _HIGH = 1.0, 4.0
 
 def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: float, array: str) -> Iterator[Hypothesis]:
     m = len(t)
+    active = int(np.flatnonzero(t)[-1]) + 1 if t.any() else 0
+    # frequency 0 past the first `active`: proportional (Gemma 4), whose cut is abrupt. Columns that only turn too
+    # slowly to leave cos = 1 in a short float32 cache are not a cut: the last active one must turn visibly.
+    abrupt = n is None or (active >= 1 and t[active - 1] * (n - 1) >= 0.5)
+    if 2 <= active < m and not t[active:].any() and abrupt:
+        yield from _proportional(t, n, layout, amplitude, array, active)
     head_dim = 2 * m
     seq = n if n is not None else 1
     base_values: dict[str, Any] = {"seq_len": seq, "head_dim": head_dim}
@@ -162,6 +173,33 @@ def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: floa
                     "long_factor": listed,
                 }
                 yield make(over, 4 + len(over_theta))
+
+
+def _proportional(
+    t: np.ndarray, n: int | None, layout: str, amplitude: float, array: str, active: int
+) -> Iterator[Hypothesis]:
+    """HF's ``proportional`` (Gemma 4): ``t_j = theta**(-2j/head_dim) / factor`` for the first ``active``
+    frequencies (``rotary_dim = 2 active``), 0 for the others."""
+    m = len(t)
+    head_dim = 2 * m
+    seq = n if n is not None else 1
+    theta_read = (t[0] / t[1]) ** m
+    cols = np.repeat(t, 2) if layout == "interleaved" else np.concatenate([t, t]) if layout == "half" else t
+
+    def angle() -> np.ndarray:
+        return np.asarray(np.abs(np.arange(seq, dtype=np.float64)[:, None] * cols[None, :]), np.float64)
+
+    for theta in nice_numbers(theta_read, 1e-4)[:2]:
+        for factor in nice_numbers(1 / t[0], 1e-4, common=(1.0,))[:1]:
+            over: dict[str, Any] = {"scaling": "proportional", "rotary_dim": 2 * active}
+            if theta != 10000.0:
+                over["theta"] = theta
+            if factor != 1.0:
+                over["factor"] = factor
+            if layout != "half":
+                over["layout"] = layout
+            values = {"seq_len": seq, "head_dim": head_dim, **over}
+            yield Hypothesis("rope", values, array, "rope", amplitude, len(over), angle if n is not None else None)
 
 
 def _yarn(factors: list[float], over_theta: dict[str, Any], *, folded: bool) -> Iterator[dict[str, Any]]:
