@@ -41,11 +41,12 @@ def describe(table: Table) -> dict[str, Any]:
         (list of int), ``dtype`` (posenc's element type from the ``dtype`` parameter, else the NumPy dtype name),
         ``storage`` (the stored NumPy type, little-endian spelling: ``"<f4"``, ``"<u2"``, ``"|i1"``), ``min`` and
         ``max`` (real values, float, NaN ignored; ``None`` for an empty or all-NaN array: q15, q7, int8 and
-        bfloat16 decoded by :func:`~posenc_cli.dtypes.decode`), ``sha256`` (hex digest of the stored
-        bytes, little-endian, C order) and ``nbytes``. A table posenc did not write (kind ``"array"``: a
-        checkpoint, a bare .npy) also has, for each floating-point array of one or two axes (besides axes of size
-        1) and at most :data:`IDENTIFY_ENTRIES` entries, ``identified``: the formula :mod:`posenc_cli.identification`
-        names (``{"command", "kind", "preset", "equivalent_presets", "agreement"}``), or ``None`` when none makes it.
+        bfloat16 decoded by :func:`~posenc_cli.dtypes.decode`; a plain integer array's exact ``int``), ``sha256``
+        (hex digest of the stored bytes, little-endian, C order) and ``nbytes``. A table posenc did not write
+        (kind ``"array"``: a checkpoint, a bare .npy) also has, for each floating-point array of one or two axes
+        (besides axes of size 1) and at most :data:`IDENTIFY_ENTRIES` entries, ``identified``: the formula
+        :mod:`posenc_cli.identification` names (``{"command", "kind", "preset", "equivalent_presets",
+        "agreement"}``), or ``None`` when none makes it.
 
     Examples
     --------
@@ -59,10 +60,19 @@ def describe(table: Table) -> dict[str, Any]:
     arrays: dict[str, dict[str, Any]] = {}
     for key, array in table.arrays.items():
         digest = hashlib.sha256()
-        low, high = math.inf, -math.inf
+        low: float | int = math.inf
+        high: float | int = -math.inf
         little = array.dtype.newbyteorder("<")
+        # plain integers (an index, an int64 array) keep their exact value: a float64 loses those above 2**53
+        affine = table.params.get("dtype") == "int8" and "scale" in table.params  # int8 codes of real values
+        integral = array.dtype.kind in "iu" and element_of(table.params, array.dtype) == array.dtype.name
+        integral = integral and not affine
         for block in _blocks(array):
             digest.update(np.ascontiguousarray(block, little).tobytes())
+            if integral:
+                if block.size:
+                    low, high = min(low, int(np.min(block))), max(high, int(np.max(block)))
+                continue
             real = decode(np.asarray(block), table.params)
             real = real[~np.isnan(real)]
             if real.size:

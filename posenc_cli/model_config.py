@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FormatError, SpecError
-from .formats.limits import MAX_METADATA, check_nesting
+from .formats.limits import MAX_METADATA, check_nesting, unique_keys
 from .read import PathLike, existing, open_regular
 
 __all__ = ["KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
@@ -90,14 +90,6 @@ def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
     if file.is_dir():
         file = existing(file / "config.json", "config", "the model folder's config")
 
-    def strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise ValueError(f"key {key!r} appears twice")
-            out[key] = value
-        return out
-
     def no_constant(name: str) -> None:
         raise ValueError(f"{name} is not a JSON number")
 
@@ -112,7 +104,7 @@ def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
         raise FormatError(f"{str(file)!r} is larger than the {MAX_METADATA} bytes a config.json may take")
     try:
         check_nesting(data, "config.json")
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=strict, parse_constant=no_constant)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys, parse_constant=no_constant)
     except FormatError as exc:
         raise FormatError(f"{str(file)!r}: {exc}") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

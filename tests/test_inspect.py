@@ -106,6 +106,11 @@ def test_describe_edge_arrays():
     assert (facts["arrays"]["x"]["min"], facts["arrays"]["x"]["max"]) == (-0.0, 2.0)
     assert facts["arrays"]["e"]["min"] is None and facts["arrays"]["e"]["sha256"] == hashlib.sha256(b"").hexdigest()
     assert describe(Table("array", {"s": np.array(3.5)}))["arrays"]["s"]["shape"] == []
+    # integers above 2**53 keep their exact value (a float64 would round 2**62 + 1 to 2**62)
+    big = describe(Table("array", {"i": np.array([-(2**63), 2**62 + 1], np.int64)}))["arrays"]["i"]
+    assert (big["min"], big["max"]) == (-(2**63), 2**62 + 1) and isinstance(big["max"], int)
+    top = describe(Table("array", {"u": np.array([0, 2**64 - 1], np.uint64)}))["arrays"]["u"]
+    assert top["max"] == 2**64 - 1
 
 
 @pytest.mark.parametrize(("fmt", "key"), CASES)

@@ -113,7 +113,7 @@ def inspect_command(ctx: click.Context, /, file: str, as_json: bool, max_memory:
     for column in ("array", "shape", "dtype", "min", "max", "bytes"):
         out.add_column(column, overflow="fold", justify="right" if column in ("min", "max", "bytes") else "left")
     for key, a in info["arrays"].items():
-        low, high = (f"{a[k]:.9g}" if a[k] is not None else "-" for k in ("min", "max"))
+        low, high = (_number(a[k]) for k in ("min", "max"))
         shape = " x ".join(map(str, a["shape"]))
         out.add_row(Text(printable(key)), shape, a["dtype"], low, high, f"{a['nbytes']:,}")
     console.print(out)
@@ -126,6 +126,13 @@ def inspect_command(ctx: click.Context, /, file: str, as_json: bool, max_memory:
             console.print(f"identified {printable(key)}: {said}", markup=False, soft_wrap=True)
     if any("identified" in a for a in info["arrays"].values()):
         console.print(printable(f"details: posenc identify {file}"), markup=False, soft_wrap=True)
+
+
+def _number(value: float | int | None) -> str:
+    """A min or max as the table shows it: integers exactly, floats to 9 significant digits."""
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) else f"{value:.9g}"
 
 
 def json_safe(value: Any) -> Any:

@@ -28,6 +28,7 @@ import os
 import re
 import resource
 from pathlib import Path
+from typing import Any
 
 from ..errors import FormatError, SpecError
 
@@ -233,6 +234,22 @@ def check_count(count: int, limit: int, what: str) -> None:
     """``FormatError`` when a file declares more ``what`` (``"datasets"``) than posenc reads."""
     if count > limit:
         raise FormatError(f"the file holds {count} {what}, more than the {limit} posenc reads")
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A ``json`` ``object_pairs_hook``: the object, or ``ValueError`` for a key that appears twice (``json``
+    would keep the last silently; the formats posenc reads forbid or do not mean it).
+
+    >>> import json
+    >>> json.loads('{"a": 1, "b": 2}', object_pairs_hook=unique_keys)
+    {'a': 1, 'b': 2}
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice")
+        out[key] = value
+    return out
 
 
 def check_nesting(text: str | bytes, what: str = "JSON") -> None:

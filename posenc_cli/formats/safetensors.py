@@ -74,7 +74,7 @@ from ..errors import FormatError
 from ..table import Array, Param, Table
 from . import npy
 from ._blocks import raw_bytes, row_blocks
-from .limits import MAX_ARRAYS, MAX_LISTED, MAX_METADATA, Budget, check_count, check_nesting, human
+from .limits import MAX_ARRAYS, MAX_LISTED, MAX_METADATA, Budget, check_count, check_nesting, human, unique_keys
 from .options import WriteOptions
 
 #: The metadata key that carries the table's kind and parameters.
@@ -180,12 +180,7 @@ def _strict_objects(tensors: int) -> PairsHook:
         built += 1
         if built > tensors + 2:
             raise FormatError(f"the .safetensors header holds more than the {tensors} tensors posenc reads")
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise ValueError(f"key {key!r} appears twice")
-            out[key] = value
-        return out
+        return unique_keys(pairs)
 
     return hook
 
