@@ -255,30 +255,26 @@ def targets(report: Report, repeat: int, scratch: Path, quick: bool) -> None:
             f"pacsv.write_csv(pa.table({{f'd{{k}}': t[:, k] for k in range({D})}}), 'a.csv')\n"
         )
         arrow = process([python, "-c", script])
-    if arrow is None:
-        report.add(f"CSV {SEQ}x{D}, whole process", f"{ours_csv:.2f} s", "", "pyarrow not importable")
-    else:
+
+    def against_arrow(label: str, ours: float, limit: float) -> None:
+        if arrow is None:
+            report.add(f"{label} {SEQ}x{D}, whole process", f"{ours:.2f} s", "", "pyarrow not importable")
+            return
         report.add(
-            f"CSV {SEQ}x{D}, whole process (numpy + pyarrow.csv {arrow:.2f} s)",
-            f"{ours_csv:.2f} s",
-            f"{ours_csv / arrow:.2f}x pyarrow",
-            verdict(ours_csv <= 0.5 * arrow, "<= 0.5x numpy + pyarrow.csv"),
+            f"{label} {SEQ}x{D}, whole process (numpy + pyarrow.csv {arrow:.2f} s)",
+            f"{ours:.2f} s",
+            f"{ours / arrow:.2f}x pyarrow",
+            verdict(ours <= limit * arrow, f"<= {limit}x numpy + pyarrow.csv"),
         )
+
+    against_arrow("CSV", ours_csv, 0.5)
     report.add(
         f"  against np.savetxt ('%.9g', {savetxt:.2f} s)",
         "",
         f"{ours_csv / savetxt:.2f}x savetxt",
         verdict(ours_csv <= 0.15 * savetxt, "<= 0.15x"),
     )
-    if arrow is None:
-        report.add(f"C header {SEQ}x{D}, whole process", f"{ours_c:.2f} s", "", "pyarrow not importable")
-    else:
-        report.add(
-            f"C header {SEQ}x{D}, whole process (numpy + pyarrow.csv {arrow:.2f} s)",
-            f"{ours_c:.2f} s",
-            f"{ours_c / arrow:.2f}x pyarrow",
-            verdict(ours_c <= 0.6 * arrow, "<= 0.6x numpy + pyarrow.csv"),
-        )
+    against_arrow("C header", ours_c, 0.6)
     # 5. start-up
     small = process([*posenc, "-n", "512", "-d", "128", "-o", "x.npy"], repeat * 2)
     bare = process([python, "-c", "import numpy as np; np.save('y.npy', np.zeros((512, 128), np.float32))"], repeat * 2)

@@ -35,7 +35,7 @@ from .dtypes import DTYPES, FIXED_BITS, FIXED_SPELLING, is_element_type
 
 __all__ = [
     "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param", "ValueType",
-    "Wrong", "command_line", "show",
+    "Wrong", "command_line", "show", "toml_value",
 ]  # fmt: skip
 
 
@@ -43,14 +43,30 @@ class Wrong(Exception):
     """A value of the wrong type or spelling; ``args[0]`` says what was expected (``"an integer"``)."""
 
 
+def toml_value(value: object) -> str:
+    """``value`` (a boolean, number, string, or a list or tuple of them) as a TOML value: what a manifest entry
+    posenc prints holds (``posenc identify``). Strings are basic strings with JSON's escapes, valid in TOML.
+
+    >>> toml_value(True), toml_value(1e4), toml_value("pe"), toml_value((16, 24))
+    ('true', '10000.0', '"pe"', '[16, 24]')
+    """
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
 def show(value: object) -> str:
     """A value as TOML spells it, with its type: what an error message says was found."""
     if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean)"
+        return f"{toml_value(value)} (a boolean)"
     if isinstance(value, str):
-        return f"{json.dumps(value)} (a string)"
+        return f"{toml_value(value)} (a string)"
     if isinstance(value, (int, float)):
-        return f"{value!r} (an {'integer' if isinstance(value, int) else 'float'})"
+        return f"{toml_value(value)} (an {'integer' if isinstance(value, int) else 'float'})"
     if isinstance(value, list):
         return f"{value!r} (an array)"
     return f"{value} (a {'table' if isinstance(value, dict) else type(value).__name__})"

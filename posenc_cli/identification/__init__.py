@@ -43,6 +43,7 @@ from ..table import RowSource
 from ._compare import ROUNDED_ONCE, Comparison, compare
 from ._hypothesis import Hypothesis
 from ._others import alibi_hypotheses, sincos2d_hypotheses
+from ._readoff import resolution
 from ._rope import rope_hypotheses
 from ._sinusoid import sinusoid_hypotheses
 
@@ -317,18 +318,12 @@ def _narrow(stored: np.ndarray) -> str | None:
     it, then widened to be saved), with at least 64 entries (a few round values prove nothing)."""
     if stored.dtype != np.float32 or stored.size < 64:
         return None
-    bits = stored.view(np.uint32)
-    if not (bits & 0xFFFF).any():
-        return "bfloat16"
-    with np.errstate(over="ignore"):
-        if np.array_equal(stored.astype(np.float16).astype(np.float32), stored):
-            return "float16"
-    return None
+    return {2.0**-8: "bfloat16", 2.0**-11: "float16"}.get(resolution(stored.astype(np.float64)))
 
 
 def _candidate(hypothesis: Hypothesis, comparison: Comparison) -> Candidate:
     from ..kinds import KINDS
-    from ..params import command_line
+    from ..params import command_line, toml_value
 
     kind = KINDS[hypothesis.command]
     values = dict(hypothesis.values)
@@ -340,19 +335,7 @@ def _candidate(hypothesis: Hypothesis, comparison: Comparison) -> Candidate:
         given.append((part[0], hypothesis.array))
     command = command_line(kind.command, [], given, output)
     lines = ["[[table]]", f'command = "{kind.command}"', f'output = "{output}"']
-    lines += [f"{name} = {_toml(value)}" for name, value in values.items()]
+    lines += [f"{name} = {toml_value(value)}" for name, value in values.items()]
     if several:
         lines.append(f'part = "{hypothesis.array}"')
     return Candidate(hypothesis, comparison, command, "\n".join(lines))
-
-
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(value)

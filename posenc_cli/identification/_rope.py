@@ -20,7 +20,7 @@ distinct columns give their frequencies ``t_j`` (:func:`~posenc_cli.identificati
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -102,10 +102,7 @@ def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: floa
     if layout != "half":
         base_values["layout"] = layout
 
-    def angle() -> np.ndarray:
-        positions = np.arange(seq, dtype=np.float64)[:, None]
-        cols = np.repeat(t, 2) if layout == "interleaved" else np.concatenate([t, t]) if layout == "half" else t
-        return np.asarray(np.abs(positions * cols[None, :]), np.float64)
+    angle = _angles(t, seq, layout)
 
     def make(overrides: dict[str, Any], count: int, a: float = amplitude) -> Hypothesis:
         values = {**base_values, **overrides}
@@ -175,6 +172,16 @@ def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: floa
                 yield make(over, 4 + len(over_theta))
 
 
+def _angles(t: np.ndarray, seq: int, layout: str) -> Callable[[], np.ndarray]:
+    """The entries' angles ``position * frequency`` of a cache of ``seq`` rows in ``layout``, when asked for."""
+    cols = np.repeat(t, 2) if layout == "interleaved" else np.concatenate([t, t]) if layout == "half" else t
+
+    def angle() -> np.ndarray:
+        return np.asarray(np.abs(np.arange(seq, dtype=np.float64)[:, None] * cols[None, :]), np.float64)
+
+    return angle
+
+
 def _proportional(
     t: np.ndarray, n: int | None, layout: str, amplitude: float, array: str, active: int
 ) -> Iterator[Hypothesis]:
@@ -184,10 +191,7 @@ def _proportional(
     head_dim = 2 * m
     seq = n if n is not None else 1
     theta_read = (t[0] / t[1]) ** m
-    cols = np.repeat(t, 2) if layout == "interleaved" else np.concatenate([t, t]) if layout == "half" else t
-
-    def angle() -> np.ndarray:
-        return np.asarray(np.abs(np.arange(seq, dtype=np.float64)[:, None] * cols[None, :]), np.float64)
+    angle = _angles(t, seq, layout)
 
     for theta in nice_numbers(theta_read, 1e-4)[:2]:
         for factor in nice_numbers(1 / t[0], 1e-4, common=(1.0,))[:1]:
