@@ -161,3 +161,22 @@ def test_raw_bytes_of_a_contiguous_block_do_not_copy() -> None:
     view = _blocks.raw_bytes(block, np.dtype("<f4"))
     block[0] = 7.0
     assert bytes(view[:4]) == np.float32(7.0).tobytes()
+
+
+def test_a_fifo_put_where_the_target_was_is_never_read(tmp_path: Path) -> None:
+    """The temporary output compares itself with the target it will replace; a FIFO put there after the target
+    was checked (a hostile swap) is opened without blocking, seen not to be a regular file, and left unread."""
+    import os
+
+    from posenc_cli._atomic import _FlushingFile
+
+    fifo = tmp_path / "t.npy"
+    os.mkfifo(fifo)
+    out = _FlushingFile(io.FileIO(tmp_path / "t.tmp", "w+"), target=fifo)  # returns: no writer is awaited
+    try:
+        assert out.matches is False
+        out.write(b"posenc")
+        assert out.unchanged(fifo) is None  # no answer from a file never compared
+    finally:
+        out.close()
+    assert (tmp_path / "t.tmp").read_bytes() == b"posenc"
