@@ -48,6 +48,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from ._signals import raise_swallowed
 from .errors import OutputError
 
 if TYPE_CHECKING:
@@ -317,6 +318,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
             if cause is None:
                 raise
             raise _output_error(targets[0], cause) from exc
+        raise_swallowed()  # an interrupt Python swallowed (see _signals): the run ends here, nothing is replaced
         synced: set[int] = set()
         for n, ((fp, _), target) in enumerate(zip(temps, targets, strict=True)):
             try:

@@ -11,18 +11,28 @@ the same cleanup runs, and the CLI exits with the shell's code for the signal, `
 of a library between the signal and the CLI does not swallow it. A second signal while the first one unwinds is
 ignored (the process is already on its way out; SIGKILL still ends it at once). A signal someone chose to ignore
 (``nohup`` ignores SIGHUP) or to handle (an application embedding the CLI) is left as it is.
+
+Python delivers these exceptions between any two bytecodes, also inside code that cannot raise: a weakref callback
+(the import system's module locks have one), a ``__del__``. There Python prints "Exception ignored in ..." with a
+traceback and goes on as if nothing had happened. Within :func:`terminating_cleanly` such a swallowed interrupt is
+kept instead, silently, and raised again at the next point that asks (:func:`raise_swallowed`: the atomic writer
+asks before it renames anything into place) or when the block ends: the run still ends as interrupted, in one line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
 
 #: The signals :func:`terminating_cleanly` turns into :class:`Terminated`.
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+#: Interrupts Python swallowed as unraisable within :func:`terminating_cleanly`, oldest first.
+_swallowed: list[BaseException] = []
 
 
 class Terminated(BaseException):
@@ -77,8 +87,19 @@ def terminating_cleanly(signums: tuple[signal.Signals, ...] = SIGNALS) -> Iterat
     for signum in signums:
         if signal.getsignal(signum) is signal.SIG_DFL:
             previous[signum] = signal.signal(signum, handler)
+    previous_hook = sys.unraisablehook
+
+    def keep_interrupts(unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
+            _swallowed.append(unraisable.exc_value)
+        else:
+            previous_hook(unraisable)
+
+    sys.unraisablehook = keep_interrupts
+    del _swallowed[:]
     try:
         yield
+        raise_swallowed()
     except Terminated:
         raise
     except BaseException as exc:
@@ -86,5 +107,22 @@ def terminating_cleanly(signums: tuple[signal.Signals, ...] = SIGNALS) -> Iterat
             raise Terminated(received[0]) from exc
         raise
     finally:
+        sys.unraisablehook = previous_hook
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def raise_swallowed() -> None:
+    """Raise the first interrupt Python swallowed inside :func:`terminating_cleanly`, if there was one.
+
+    Called where going on would make the interrupted run's work permanent (before an output is renamed into
+    place), and when the block ends.
+
+    Examples
+    --------
+    >>> raise_swallowed()   # nothing was swallowed: nothing happens
+    """
+    if _swallowed:
+        exc = _swallowed[0]
+        del _swallowed[:]
+        raise exc

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from posenc_cli import _atomic, _resources, api
+from posenc_cli import _atomic, _resources, _signals, api
 from posenc_cli.cli import cli
 from posenc_cli.errors import OutputError, PosencError
 from posenc_cli.formats import FORMATS
@@ -188,6 +188,45 @@ def test_signal_while_writing_keeps_the_previous_output_and_no_temporary_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ([out.name] if previous is not None else [])
     if previous is not None:
         assert out.read_bytes() == previous
+
+
+class _InterruptedInDel:
+    """Ctrl-C arriving inside a ``__del__`` (or a weakref callback, as in the import system's module locks)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __del__(self) -> None:
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), _signals.Terminated(signal.SIGTERM)], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_python_would_swallow_ends_the_block_silently(exc, capsys):
+    went_on = False
+    with pytest.raises(type(exc)):
+        with _signals.terminating_cleanly():
+            _InterruptedInDel(exc)  # Python prints "Exception ignored in ..." and goes on, unless kept
+            went_on = True
+    assert went_on and capsys.readouterr().err == ""
+    _signals.raise_swallowed()  # nothing is left over for the next block
+
+
+def test_an_interrupt_python_would_swallow_replaces_no_output(tmp_path):
+    out = tmp_path / "pe.npy"
+    out.write_bytes(PREVIOUS)
+    with pytest.raises(KeyboardInterrupt):
+        with _signals.terminating_cleanly(), _atomic.atomic_outputs([out]) as (fp,):
+            fp.write(b"new bytes")
+            _InterruptedInDel(KeyboardInterrupt())
+    assert out.read_bytes() == PREVIOUS and [p.name for p in tmp_path.iterdir()] == ["pe.npy"]
+
+
+def test_other_unraisable_errors_still_reach_pythons_hook(monkeypatch):
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: seen.append(type(unraisable.exc_value)))
+    with _signals.terminating_cleanly():
+        _InterruptedInDel(ValueError("a bug in a __del__"))
+    assert seen == [ValueError] and sys.unraisablehook is not None
 
 
 @pytest.mark.slow
