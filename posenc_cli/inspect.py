@@ -98,14 +98,15 @@ IDENTIFY_ENTRIES = 1 << 22
 
 
 def _identified(table: Table, arrays: dict[str, dict[str, Any]]) -> None:
-    from .identification import identify_array
-    from .table import RowSource
+    from .identification import identify_array, stored_values
 
     for key, array in table.arrays.items():
         axes = [n for n in array.shape if n != 1]
-        if array.dtype.kind != "f" or not 1 <= len(axes) <= 2 or array.size < 2 or array.size > IDENTIFY_ENTRIES:
+        if not 1 <= len(axes) <= 2 or array.size < 2 or array.size > IDENTIFY_ENTRIES:
             continue
-        values = np.asarray(array) if isinstance(array, RowSource) else array
+        values = stored_values(array, table.params)  # bfloat16 bit patterns as their values
+        if values.dtype.kind != "f":
+            continue
         match = identify_array(values, key=key).match
         arrays[key]["identified"] = None
         if match is not None:

@@ -40,14 +40,30 @@ def _tensors(role: str) -> list[tuple[str, str, dict]]:
     ]
 
 
-POSITIVE = _tensors("positional")
+POSITIVE = [t for t in _tensors("positional") if "narrow" not in t[2]]
+#: Tables as half-precision checkpoints hold them (bfloat16, float16): the framework's float32 values rounded once more.
+NARROW = [t for t in _tensors("positional") if "narrow" in t[2]]
+
+
+def _bfloat16_tensor(path: Path, key: str) -> np.ndarray | None:
+    """A BF16 tensor of a .safetensors file as float32 (numpy has no bfloat16, so safetensors.numpy refuses the
+    file): the format's own layout, an 8-byte header length, the JSON header, the data; ``None`` if not BF16."""
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    info = json.loads(raw[8 : 8 + size])[key]
+    if info["dtype"] != "BF16":
+        return None
+    begin, end = info["data_offsets"]
+    bits = np.frombuffer(raw[8 + size + begin : 8 + size + end], "<u2").astype(np.uint32) << np.uint32(16)
+    return bits.view(np.float32).reshape(info["shape"])
 
 
 def stored(name: str, key: str) -> np.ndarray:
     """The tensor as the container's own library reads it."""
     path = FIXTURES / name
     if name.endswith(".safetensors"):
-        return safetensors.numpy.load_file(path)[key]
+        bfloat16 = _bfloat16_tensor(path, key)
+        return bfloat16 if bfloat16 is not None else safetensors.numpy.load_file(path)[key]
     if name.endswith(".npz"):
         with np.load(path, allow_pickle=False) as data:
             return data[key]
@@ -60,12 +76,17 @@ def run(*args: str):
 
 
 def written(command: str, out: Path) -> np.ndarray:
-    """Run a reported ``posenc ... -o name`` line with ``-o out`` instead, and read the .npy it writes."""
+    """Run a reported ``posenc ... -o name`` line with ``-o out`` instead, and read the .npy it writes (a
+    ``--dtype bfloat16`` one holds the bit patterns, ``uint16``: widened here to their float32 values)."""
     words = shlex.split(command)
     assert words[0] == "posenc" and words[-2] == "-o"
     result = run(*words[1:-2], "-o", str(out), "-q")
     assert result.exit_code == 0, result.output
-    return np.load(out)
+    table = np.load(out)
+    if "bfloat16" in words:
+        assert table.dtype == np.uint16
+        return (table.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return table
 
 
 # ------------------------------------------------------------------------------------ the framework checkpoints
@@ -96,12 +117,40 @@ def test_identifies_every_framework_table(tmp_path, name, key, entry):
     assert match.comparison.departures == 0 and match.comparison.max_abs_error <= measured + 1e-6
 
 
-@pytest.mark.parametrize("name", sorted({n for n, _, _ in POSITIVE}))
+@pytest.mark.parametrize(("name", "key", "entry"), NARROW, ids=[f"{n}:{k}" for n, k, _ in NARROW])
+def test_identifies_tables_stored_in_a_narrow_type(tmp_path, name, key, entry):
+    """RoPE caches for bfloat16 activations (Llama 2, Llama 3.1), Marian saved in bfloat16 and Whisper-tiny in
+    float16: a bfloat16 table's frequencies are read to only about 2**-8, yet the parameters are found, and the
+    command says ``--dtype``. Its table is the one the fixture's maker measured against the framework's (within
+    one unit of the narrow type plus the float32 rule, ``measured`` in the manifest): the same table, entry for
+    entry, as the expected command's."""
+    result = identify(FIXTURES / name, key)
+    [tensor] = result.tensors
+    match = tensor.match
+    assert match is not None, [c.to_json() for c in tensor.nearest]
+    narrow = entry["narrow"]
+    expected = entry["expected"]
+    assert match.hypothesis.command == shlex.split(expected["command"])[1]
+    assert match.hypothesis.array == expected["array"]
+    assert f"--dtype {narrow}" in match.command and match.comparison.departures == 0
+    assert match.comparison.agreement in ("bit-identical", f"within {narrow} rounding")
+    golden = stored(name, key).astype(np.float64)
+    ours = written(match.command, tmp_path / "ours.npy").astype(np.float64)
+    part = f" --part {expected['array']}" if expected["command"].startswith("posenc rope") else ""
+    reference = written(f"{expected['command']}{part} -o x.npy", tmp_path / "reference.npy").astype(np.float64)
+    assert np.array_equal(ours, reference)
+    measured = entry["measured"]
+    assert measured["within_rule"]
+    assert np.max(np.abs(ours - golden)) == measured["max_abs_error"]
+    assert np.count_nonzero(ours != golden) == measured["elements_differing"]
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _, _ in POSITIVE + NARROW}))
 def test_without_a_key_the_positional_table_is_found(name):
     """Every array of the file is tried; the best match is one of the file's positional tables, and the unrelated
     tensors (random embeddings, layer norms, biases) match nothing."""
     result = identify(FIXTURES / name)
-    positional = {k.lstrip("/") for n, k, _ in POSITIVE if n == name}
+    positional = {k.lstrip("/") for n, k, _ in POSITIVE + NARROW if n == name}
     assert result.best is not None and result.best.key in positional and result.match is not None
     for tensor in result.tensors:
         role = MANIFEST["files"][name]["tensors"].get(tensor.key) or MANIFEST["files"][name]["tensors"].get(
@@ -294,6 +343,15 @@ def test_inspect_names_the_formula_of_a_file_posenc_did_not_write(tmp_path):
     assert all("identified" not in a for a in mine["arrays"].values())
 
 
+def test_inspect_names_the_formula_of_a_bfloat16_checkpoint():
+    doc = json.loads(run("inspect", str(FIXTURES / "rope_default_bf16.safetensors"), "--json").output)
+    arrays = doc["arrays"]
+    cos = arrays["model.layers.0.self_attn.rotary_emb.cos_cached"]
+    assert cos["dtype"] == "bfloat16" and cos["identified"]["kind"] == "rope"
+    assert "--dtype bfloat16 --part cos" in cos["identified"]["command"]
+    assert arrays["model.layers.0.self_attn.q_proj.weight"]["identified"] is None
+
+
 def test_the_api_publishes_identify():
     import posenc_cli
     from posenc_cli import api
@@ -333,6 +391,40 @@ def test_a_table_stored_in_another_float_type_is_named_with_it(dtype):
     assert match is not None and match.hypothesis.preset == "vaswani"
     assert f"--dtype {dtype}" in match.command and f'dtype = "{dtype}"' in match.manifest
     assert match.comparison.agreement in ("bit-identical", "within float64 rounding")
+
+
+def _bfloat16(values: np.ndarray) -> np.ndarray:
+    """float64 values rounded to the nearest bfloat16 (ties to even), as float32: torch's ``.to(torch.bfloat16)``."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def _paper_table(n: int, d: int, base: float) -> np.ndarray:
+    j = np.arange(d)
+    angle = np.arange(n)[:, None] / np.power(base, 2 * (j // 2) / d)
+    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def test_a_bfloat16_table_with_one_entry_moved_two_units_is_no_match():
+    """bfloat16 allows half a unit plus the float32 rule, never the narrow type's unit in the angle rule (that
+    would allow 2**-5 |angle| and take a neighbouring base, or an edited entry, for the table)."""
+    table = _bfloat16(_paper_table(256, 128, 10000.0))
+    assert identify_array(table).match is not None
+    edited = table.copy()
+    edited[100, 20] = np.float32(edited[100, 20] + 2 * 2.0**-8 * (1 if edited[100, 20] < 0.5 else 2))
+    result = identify_array(edited)
+    assert result.match is None
+    [nearest, *_] = result.nearest
+    assert nearest.hypothesis.preset == "vaswani" and nearest.comparison.departures == 1
+    assert nearest.comparison.rows == (100,) and nearest.comparison.columns == (20,)
+
+
+@pytest.mark.parametrize("base", [10500.0, 9306.0])
+def test_a_bfloat16_table_of_a_nearby_base_is_named_with_it(base):
+    match = identify_array(_bfloat16(_paper_table(512, 256, base))).match
+    assert match is not None and "--dtype bfloat16" in match.command
+    assert match.hypothesis.values.get("base") == base
 
 
 def _rope_model_cases() -> list[tuple[str, str, str]]:

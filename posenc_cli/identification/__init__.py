@@ -47,7 +47,7 @@ from ._readoff import resolution
 from ._rope import rope_hypotheses
 from ._sinusoid import sinusoid_hypotheses
 
-__all__ = ["Candidate", "Identification", "TensorResult", "identify", "identify_array"]
+__all__ = ["Candidate", "Identification", "TensorResult", "identify", "identify_array", "stored_values"]
 
 #: Arrays larger than this many entries are not tried without ``key`` (a checkpoint's embedding matrices).
 MAX_TRIED_ENTRIES = 1 << 26
@@ -184,7 +184,7 @@ def identify(source: PathLike, key: str | None = None, *, max_memory: int | None
         arrays = {key: arrays[key]}
     results = []
     for name, array in arrays.items():
-        stored = np.asarray(array) if isinstance(array, RowSource) else array
+        stored = stored_values(array, table.params)
         if key is None and stored.size > MAX_TRIED_ENTRIES:
             continue
         if _squeezed(stored) is None:
@@ -208,13 +208,21 @@ def _each_listed(path: str, listed: list[str], max_memory: int | None) -> Iterat
     cap = MAX_TRIED_BYTES if max_memory is None else min(max_memory, MAX_TRIED_BYTES)
     for name in listed:
         try:
-            array = load(path, max_memory=cap, part=name).arrays[name]
+            table = load(path, max_memory=cap, part=name)
         except FormatError as exc:  # over the cap, or an array posenc cannot read: said, not tried
             yield TensorResult(name, (), "unread", None, (), f"not tried: {exc}")
             continue
-        stored = np.asarray(array) if isinstance(array, RowSource) else array
+        stored = stored_values(table.arrays[name], table.params)
         if stored.size <= MAX_TRIED_ENTRIES and _squeezed(stored) is not None:
             yield _identify_one(stored, name)
+
+
+def stored_values(array: Any, params: Any) -> np.ndarray:
+    """The array as stored, and a bfloat16 table posenc wrote (its bit patterns, ``uint16``) as its float32 values."""
+    stored = np.asarray(array) if isinstance(array, RowSource) else array
+    if params.get("dtype") == "bfloat16" and stored.dtype == np.uint16:
+        return decode(stored, params).astype(np.float32)  # exact: every bfloat16 value is a float32 one
+    return stored
 
 
 def identify_array(array: np.ndarray, *, key: str | None = None) -> TensorResult:
@@ -285,6 +293,7 @@ def _evaluate(hypothesis: Hypothesis, stored: np.ndarray) -> Candidate | None:
     except SpecError:
         return None
     angle = hypothesis.angle() if hypothesis.angle is not None else None
+    narrow = _narrow(stored)
     if isinstance(exact_source, RowSource) and stored.ndim == 2 and stored.shape[0] > 4 * _SAMPLE:
         head = np.asarray(exact_source[:_SAMPLE])
         if head.shape != stored[:_SAMPLE].shape:
@@ -294,6 +303,7 @@ def _evaluate(hypothesis: Hypothesis, stored: np.ndarray) -> Candidate | None:
             head,
             angle=angle[:_SAMPLE] if angle is not None else None,
             amplitude=hypothesis.amplitude,
+            narrow=narrow,  # (only how far off counts here: the stored type's rounding is the yardstick)
         )
         if early.worst_ratio > 1e3:  # far off already in the first rows: its stats on those rows are enough
             return _candidate(hypothesis, early)
@@ -304,8 +314,7 @@ def _evaluate(hypothesis: Hypothesis, stored: np.ndarray) -> Candidate | None:
     if comparison.identical >= ROUNDED_ONCE and stored.dtype != np.float64:  # bit-identity: on the stored type
         rounded = _reshaped(np.asarray(_make(hypothesis, stored.dtype.name, lazy=False)), stored.shape)
         comparison = compare(stored, exact, angle=angle, amplitude=hypothesis.amplitude, rounded=rounded)
-    narrow = None if comparison.matched else _narrow(stored)
-    if narrow is not None:  # float32 holding bfloat16 or float16 values: compare with the table in that type
+    if narrow is not None and not comparison.matched:  # float32 holding bfloat16 or float16 values: in that type
         hypothesis = dataclasses.replace(hypothesis, values={**hypothesis.values, "dtype": narrow})
         made = _make(hypothesis, narrow, lazy=False)
         rounded = _reshaped(decode(np.asarray(made), {"dtype": narrow}).astype(stored.dtype), stored.shape)

@@ -16,6 +16,10 @@ The rule (the one the framework goldens use, ``tests/goldens/manifest.json``):
   float64 pipeline's own error ``8 * 2**-53 (1 + |angle|) A`` (at 8192 positions, numpy's float64 angles move a
   few values near a zero crossing by a unit of their float32). Any entry beyond is a departure (a fine-tuned
   row, an edited entry), however small the table's other errors.
+- **rounded to a narrower type** (a float32 array holding bfloat16 or float16 values): every entry is within
+  half a unit of the narrow type (at the entry) plus the float32 rule's ``8 u (1 + |angle|) A`` of the exact value:
+  the framework computed in float32 and rounded the result once more. (The narrow type's unit alone in the
+  angle rule would allow ``2**-5 |angle|``, enough to take a neighbouring base for the true one.)
 - **not a match**: anything else.
 
 Departures are the entries outside the rule: the report names their rows and columns.
@@ -101,16 +105,19 @@ def compare(
             return np.asarray(16 * unit * np.abs(exact), np.float64)
         return np.asarray(8 * unit * (1 + np.abs(angle)) * abs(amplitude), np.float64)
 
-    allowed = np.maximum(bound(u), float(np.finfo(dtype).smallest_subnormal))
     same = stored == rounded
     identical = float(same.mean()) if same.size else 1.0
     spacing = np.spacing(np.abs(rounded)).astype(np.float64) * (2 * u / float(np.finfo(dtype).eps))
     spacing[spacing == 0] = float(np.finfo(dtype).smallest_subnormal)
+    if narrow:  # a float pipeline in the stored type, then one rounding to the narrow type
+        allowed = 0.5 * spacing + bound(_unit_roundoff(dtype))
+    else:
+        allowed = np.maximum(bound(u), float(np.finfo(dtype).smallest_subnormal))
     ratio = error / allowed
     if same.all():
         bad = np.zeros(stored.shape, bool)
         agreement = "bit-identical"
-    elif identical >= ROUNDED_ONCE and same.size >= _MIN_ENTRIES:
+    elif identical >= ROUNDED_ONCE and same.size >= _MIN_ENTRIES and not narrow:
         once = 0.5 * spacing + bound(2.0**-53)
         bad = ~same & (error > once)
         ratio = np.where(same, 0.0, error / once)

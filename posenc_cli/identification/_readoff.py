@@ -142,6 +142,18 @@ class GeometricFit:
     used: int
     usable: int
     misfit: float
+    #: The misfit the angles' own error allows: ``noise / (|w| span)`` of the least measured column used, times 2.
+    expected: float = 0.0
+
+    def power_error(self, power: float) -> float:
+        """The relative error of ``rho**power`` (a base read from the law) that the angles' error allows: at most
+        ``expected / (used - 1)`` in ``ln rho``, the slope through two columns at the ends each off by half the
+        misfit allowed; 0 for exact angles."""
+        return abs(power) * self.expected / max(self.used - 1, 1)
+
+    def fits(self, misfit: float) -> bool:
+        """Whether the law holds to ``misfit`` (relative), or to what the angles' error allows if that is more."""
+        return self.misfit <= max(misfit, self.expected)
 
 
 def _fit(k: np.ndarray, magnitude: np.ndarray, span: float) -> tuple[float, float, float]:
@@ -156,14 +168,26 @@ def _fit(k: np.ndarray, magnitude: np.ndarray, span: float) -> tuple[float, floa
 
 
 def geometric_fit(
-    rates: np.ndarray, span: float, *, limit: float = 1.0, agree: float = 1e-2, measured: float = 1e-3
+    rates: np.ndarray,
+    span: float,
+    *,
+    limit: float = 1.0,
+    agree: float = 1e-2,
+    measured: float = 1e-3,
+    noise: float = 0.0,
 ) -> GeometricFit | None:
     """Fit ``rates[k] = c0 * rho**k`` from the slow end: the two slowest columns measured well
     (``|rate| * span > measured``), then each faster column in turn while it is below ``limit`` (not folded), has the
     same sign and lies within ``agree`` (relative) of the law fitted so far. ``None`` when fewer than two columns
-    qualify. A law that holds for every column has ``used == usable``; folded or scaled columns stop the run."""
+    qualify. A law that holds for every column has ``used == usable``; folded or scaled columns stop the run.
+
+    ``noise`` is the error of the angles the rates were read from (radians; ``2 * resolution(values)`` for values
+    of amplitude about 1): ``2**-7`` for a table stored in bfloat16, where a column that turns by less than a
+    radian over the table is read to a few per cent. Only columns whose turn over ``span`` is at least
+    ``8 noise / agree`` are measured well, so each rate used is read to ``agree / 8``;
+    :attr:`GeometricFit.expected` is the misfit that error allows."""
     magnitude = np.abs(rates)
-    usable = np.flatnonzero(magnitude * span > measured)
+    usable = np.flatnonzero(magnitude * span > max(measured, 8 * noise / agree))
     if len(usable) < 2:
         return None
     run = [int(usable[-1])]
@@ -181,7 +205,8 @@ def geometric_fit(
         return None
     ks = np.array(run[::-1], np.float64)
     slope, intercept, misfit = _fit(ks, magnitude[run[::-1]], span)
-    return GeometricFit(float(sign * np.exp(intercept)), slope, len(run), len(usable), misfit)
+    expected = 2 * noise / float(np.min(magnitude[run]) * span)
+    return GeometricFit(float(sign * np.exp(intercept)), slope, len(run), len(usable), misfit, expected)
 
 
 #: Bases and factors that configurations use, tried before any rounding of a read value.

@@ -79,7 +79,7 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     allowed = max(1e-3, 8 * resolution(values)) * amplitude  # a cache rounded to bfloat16 is still one
     if float(np.max(np.abs(model - distinct))) > allowed:  # not one frequency per column: not a cache
         return
-    yield from _modes(t, n, mode, layout, amplitude, mode)
+    yield from _modes(t, n, mode, layout, amplitude, mode, noise=2 * resolution(values))
 
 
 #: The angle a column must reach over the cache to be read well: acos is flat near 0 (cos caches), asin is not.
@@ -88,7 +88,11 @@ _MEASURED = {"cos": 0.05, "sin": 1e-3}
 _LOW, _HIGH = 1.0, 4.0
 
 
-def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: float, array: str) -> Iterator[Hypothesis]:
+def _modes(
+    t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: float, array: str, *, noise: float = 0.0
+) -> Iterator[Hypothesis]:
+    """The hypotheses of the rates ``t`` read from a cache of ``n`` rows (``None``: ``inv_freq`` itself), whose
+    angles are read to ``noise`` radians (a bfloat16 cache: ``2**-7``)."""
     m = len(t)
     active = int(np.flatnonzero(t)[-1]) + 1 if t.any() else 0
     # frequency 0 past the first `active`: proportional (Gemma 4), whose cut is abrupt. Columns that only turn too
@@ -110,13 +114,13 @@ def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: floa
 
     span = float(max(seq - 1, 1)) if n is not None else 1e9  # inv_freq: every value is measured exactly
     least = _MEASURED.get(mode, 0.0)
-    fit = geometric_fit(t, span, limit=3.0 if n is not None else math.inf, measured=max(least, 1e-3))
-    geometric = fit is not None and fit.misfit < 1e-3 and fit.used == fit.usable
+    fit = geometric_fit(t, span, limit=3.0 if n is not None else math.inf, measured=max(least, 1e-3), noise=noise)
+    geometric = fit is not None and fit.fits(1e-3) and fit.used == fit.usable
     scaled = abs(amplitude - 1) > 1e-6
     if geometric and fit is not None and not scaled:
         theta_read = math.exp(-fit.log_rho * m)
         first = abs(fit.c0)
-        thetas = nice_numbers(theta_read, 1e-4)
+        thetas = nice_numbers(theta_read, max(1e-4, fit.power_error(m)))
         if abs(first - 1) < 1e-5:
             # a round theta; else HF's dynamic NTK base over a round one; else theta as read
             for theta in [v for v in thetas if _round(v)][:2]:
@@ -134,15 +138,16 @@ def _modes(t: np.ndarray, n: int | None, mode: str, layout: str, amplitude: floa
                     yield make(over, len(over))
     if m < 3:
         return
-    # non-geometric, or scaled: the multipliers over the unscaled frequencies (theta from the first two columns)
-    seen = t * span > 1e-3  # read at all: acos's flat end still tells a factor to a few digits
-    theta_read = (t[0] / t[1]) ** m
-    for theta in nice_numbers(theta_read, 1e-3)[:2]:
+    # non-geometric, or scaled: the multipliers over the unscaled frequencies (theta from the fastest columns,
+    # which llama3 and YaRN leave alone). Read at all: acos's flat end still tells a factor to a few digits (a
+    # bfloat16 cache: a column must turn by about a radian for its rate to be read to half a per cent)
+    seen = t * span > max(1e-3, 8 * noise / 5e-2)
+    for theta in _fast_thetas(t, span, noise)[:2]:
         unscaled = theta ** (-2.0 * np.arange(m) / head_dim)
         mult = np.where(seen, t / unscaled, 1.0)  # posenc's multiplier: inv_freq = mult * theta**(-2k/d)
         over_theta = {"theta": theta} if theta != 10000.0 else {}
         if not scaled:
-            for original, factor in _llama3_readings(unscaled, mult, seen):
+            for original, factor in _llama3_readings(unscaled, mult, seen, noise):
                 over = {**over_theta, "scaling": "llama3", "factor": factor, "original_max_positions": original}
                 yield make(over, len(over))
             # YaRN with its attention scaling left out of the caches (or an inv_freq): the slowest are 1/factor
@@ -246,9 +251,28 @@ def _factors(factors: np.ndarray, reach: np.ndarray, good: np.ndarray) -> tuple[
     return tuple(out)
 
 
-def _llama3_readings(unscaled: np.ndarray, mult: np.ndarray, good: np.ndarray) -> Iterator[tuple[int, float]]:
-    """``(original, factor)`` pairs the multipliers read as llama3 (default band edges); common factors for an
-    ``original`` whose band no column measures."""
+def _fast_thetas(t: np.ndarray, span: float, noise: float) -> list[float]:
+    """Round thetas for the fastest columns' law: fitted over the first eight when they share one (a table read to
+    only ``noise``, bfloat16, needs them all), else from the first two, ``(t_0 / t_1)**m`` (LongRoPE scales every
+    column by its own factor)."""
+    m = len(t)
+    found: list[float] = []
+    head = geometric_fit(t[:8], span, limit=math.inf, measured=1e-3, noise=noise) if m >= 4 else None
+    if head is not None and head.used == head.usable == min(8, m) and head.fits(1e-3):
+        found += nice_numbers(math.exp(-head.log_rho * m), max(1e-3, head.power_error(m)))[:2]
+    found += [v for v in nice_numbers(float((t[0] / t[1]) ** m), 1e-3)[:2] if v not in found]
+    return found
+
+
+def _llama3_readings(
+    unscaled: np.ndarray, mult: np.ndarray, good: np.ndarray, noise: float = 0.0
+) -> Iterator[tuple[int, float]]:
+    """``(original, factor)`` pairs the multipliers read as llama3 (default band edges).
+
+    Each band column gives the factor as ``(1 - s) / (mult - s)``, which magnifies the multiplier's error by about
+    the factor squared: from a table read to only ``noise`` (bfloat16), the columns' factors agree to a quarter, and
+    only the usual powers of two are taken (they are twice apart, so a quarter cannot confuse them)."""
+    spread = 5e-2 if noise < 1e-4 else 0.25
     for original in ORIGINALS:
         cycles = original * unscaled / (2 * math.pi)
         s = (cycles - _LOW) / (_HIGH - _LOW)
@@ -257,9 +281,16 @@ def _llama3_readings(unscaled: np.ndarray, mult: np.ndarray, good: np.ndarray) -
             continue
         smooth = np.clip(s[band], 0.0, None)
         estimates = (1 - smooth) / (mult[band] - smooth)
-        if not np.all(np.isfinite(estimates)) or float(np.ptp(estimates)) > 5e-2 * float(np.max(np.abs(estimates))):
+        if not np.all(np.isfinite(estimates)) or float(np.ptp(estimates)) > spread * float(np.max(np.abs(estimates))):
             continue
-        for factor in nice_numbers(float(np.median(estimates)), 5e-2, common=(2.0, 4.0, 8.0, 16.0, 32.0, 64.0))[:1]:
+        powers = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+        read = float(np.median(estimates))
+        factors = (
+            nice_numbers(read, 5e-2, common=powers)
+            if spread < 0.25
+            else [f for f in powers if abs(f - read) <= 0.25 * f]
+        )
+        for factor in factors[:1]:
             if factor > 1:
                 yield original, factor
 

@@ -55,19 +55,31 @@ class Fixtures:
         self.files: dict[str, dict[str, np.ndarray]] = {}
         self.file_notes: dict[str, str] = {}
         self.entries: dict[str, dict[str, dict[str, Any]]] = {}
+        self.bfloat16: set[tuple[str, str]] = set()  # (file, key) stored as bfloat16 (the array holds its bits)
 
     def file(self, name: str, note: str) -> None:
         self.files[name] = {}
         self.entries[name] = {}
         self.file_notes[name] = note
 
-    def table(self, fname: str, key: str, arr: np.ndarray, *, angles: np.ndarray | None = None, **entry: Any) -> None:
+    def table(self, fname: str, key: str, arr: Any, *, angles: np.ndarray | None = None, **entry: Any) -> None:
+        if not isinstance(arr, np.ndarray):  # a torch tensor in a type numpy lacks: bfloat16, kept as its bits
+            import torch
+
+            assert arr.dtype == torch.bfloat16, arr.dtype
+            self.bfloat16.add((fname, key))
+            entry.update(shape=list(arr.shape), dtype="bfloat16")
+            arr = t2np(arr.contiguous().view(torch.int16)).view(np.uint16)
+        else:
+            entry.update(shape=list(arr.shape), dtype=str(arr.dtype))
         arr = np.ascontiguousarray(arr)
         self.files[fname][key] = arr
-        entry.update(shape=list(arr.shape), dtype=str(arr.dtype))
         if angles is not None:
             entry["_angles"] = angles
         self.entries[fname][key] = entry
+
+    def bfloat16_keys(self, fname: str) -> frozenset[str]:
+        return frozenset(k for f, k in self.bfloat16 if f == fname)
 
     def unrelated(self, fname: str, key: str, arr: np.ndarray, what: str) -> None:
         self.table(fname, key, arr.astype(np.float32), role="unrelated", what=what, expected=None)
@@ -388,6 +400,116 @@ def make_rope(fx: Fixtures, rng: np.random.Generator) -> None:
         fx.unrelated(fname, "model.layers.0.input_layernorm.weight", np.ones(128), "RMSNorm weight")
 
 
+def make_narrow(fx: Fixtures, rng: np.random.Generator) -> None:
+    """Tables as half-precision checkpoints hold them: RoPE caches computed for bfloat16 activations (HF casts
+    cos and sin to the input's dtype), and sinusoid weights of a model saved with ``.to(torch.bfloat16)`` or
+    ``.half()``. Each is the framework's float32 table rounded once more, to the narrow type."""
+    import torch
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+    from transformers.models.whisper.modeling_whisper import sinusoids
+
+    def bf16(a: np.ndarray) -> Any:
+        return torch.from_numpy(np.asarray(a, np.float32)).to(torch.bfloat16)
+
+    llama32 = {
+        "rope_type": "llama3",
+        "rope_theta": 500000.0,
+        "factor": 32.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    }
+    # (llama3 needs the longer cache: over 512 rows its band columns turn too little to show the factor in bfloat16)
+    for fname, seq, hd, max_pos, rp, opts, note in (
+        ("rope_default_bf16.safetensors", 256, 128, 4096, {"rope_type": "default", "rope_theta": 10000.0}, "",
+         "Llama 2 7B (head_dim 128)"),
+        ("rope_llama32_bf16.safetensors", 2048, 64, 131072, llama32,
+         "--theta 500000 --scaling llama3 --factor 32 --low-freq-factor 1 --high-freq-factor 4 "
+         "--original-max-positions 8192", "Llama 3.2 1B (head_dim 64)"),
+    ):  # fmt: skip
+        cfg = LlamaConfig(
+            vocab_size=32, hidden_size=hd * 2, intermediate_size=8, num_hidden_layers=1, num_attention_heads=2,
+            num_key_value_heads=2, head_dim=hd, max_position_embeddings=max_pos, rope_parameters=dict(rp),
+        )  # fmt: skip
+        mod = LlamaRotaryEmbedding(cfg)
+        cos, sin = mod(torch.zeros(1, seq, hd, dtype=torch.bfloat16), torch.arange(seq)[None])
+        assert cos.dtype == torch.bfloat16
+        inv = t2np(mod.inv_freq).astype(np.float64)
+        ang = np.abs(np.arange(seq, dtype=np.float64)[:, None] * np.concatenate([inv, inv])[None, :])
+        cmd = f"posenc rope -n {seq} --head-dim {hd}" + (f" {opts}" if opts else "") + " --dtype bfloat16"
+        fx.file(fname, f"one decoder layer's RoPE caches for bfloat16 activations ({rp['rope_type']})")
+        for index, (part, arr) in enumerate((("cos", cos), ("sin", sin))):
+            fx.table(
+                fname,
+                f"model.layers.0.self_attn.rotary_emb.{part}_cached",
+                arr[0],
+                angles=ang,
+                role="positional",
+                framework="transformers",
+                function="transformers.models.llama.modeling_llama.LlamaRotaryEmbedding.forward",
+                call=f"LlamaRotaryEmbedding(LlamaConfig(..., head_dim={hd}, max_position_embeddings={max_pos}, "
+                f"rope_parameters={rp!r}))(torch.zeros(1, {seq}, {hd}, dtype=torch.bfloat16), "
+                f"position_ids=torch.arange({seq})[None])[{index}][0]",
+                params={"head_dim": hd, "seq_len": seq, "max_position_embeddings": max_pos, "rope_parameters": rp},
+                what=f"{part}(cat(freqs, freqs)) in float32, then .to(x.dtype) = bfloat16; " + note,
+                compute="float32-then-bfloat16",
+                narrow="bfloat16",
+                expected={"command": cmd, "array": part},
+            )
+        fx.table(fname, "model.layers.0.self_attn.q_proj.weight", bf16(rng.normal(0.0, 0.02, (16, 2 * hd))),
+                 role="unrelated", what="q_proj (cut to 16 rows), bfloat16", expected=None)  # fmt: skip
+        fx.table(fname, "model.layers.0.input_layernorm.weight", bf16(np.ones(2 * hd)), role="unrelated",
+                 what="RMSNorm weight, bfloat16", expected=None)  # fmt: skip
+
+    # ---- Marian (opus-mt) saved in bfloat16: float64, rounded to float32, then to bfloat16 ----------------------
+    n, d = 512, 512
+    weight = MarianSinusoidalPositionalEmbedding(n, d).create_weight().to(torch.bfloat16)
+    fx.file("marian_bf16.safetensors", "Marian (opus-mt-en-de width) decoder embed_positions, model in bfloat16")
+    fx.table(
+        "marian_bf16.safetensors",
+        "model.decoder.embed_positions.weight",
+        weight,
+        angles=angles_1d(np.arange(n), d, paper_freqs(d), "marian"),
+        role="positional",
+        framework="transformers",
+        function="transformers.models.marian.modeling_marian.MarianSinusoidalPositionalEmbedding.create_weight",
+        call=f"MarianSinusoidalPositionalEmbedding(num_positions={n}, embedding_dim={d}).create_weight()"
+        ".to(torch.bfloat16)",
+        params={"num_positions": n, "embedding_dim": d},
+        what="Marian's embed_positions weight of a model saved with .to(torch.bfloat16)",
+        compute="float64-then-float32-then-bfloat16",
+        narrow="bfloat16",
+        expected={"command": f"posenc generate -n {n} -d {d} -p marian --dtype bfloat16", "array": "pe"},
+    )
+    fx.table("marian_bf16.safetensors", "model.shared.weight", bf16(rng.normal(0.0, 0.02, (32, d))),
+             role="unrelated", what="token embedding, bfloat16", expected=None)  # fmt: skip
+
+    # ---- Whisper tiny encoder saved in float16 (.half()): 1500 x 384 -------------------------------------------
+    n, d = 1500, 384
+    half = t2np(sinusoids(n, d).half())
+    fx.file("whisper_fp16.safetensors", "Whisper-tiny encoder embed_positions, model saved with .half()")
+    fx.table(
+        "whisper_fp16.safetensors",
+        "model.encoder.embed_positions.weight",
+        half,
+        angles=angles_1d(np.arange(n), d, shift_freqs(d, 1.0), "sin|cos"),
+        bound_constant="2^-21",
+        role="positional",
+        framework="transformers",
+        function="transformers.models.whisper.modeling_whisper.sinusoids",
+        call=f"sinusoids(length={n}, channels={d}).half()",
+        params={"length": n, "channels": d, "max_timescale": 10000},
+        what="Whisper-tiny encoder embed_positions weight in a float16 checkpoint",
+        compute="float32-then-float16",
+        narrow="float16",
+        expected={"command": f"posenc generate -n {n} -d {d} -p whisper --dtype float16", "array": "pe"},
+    )
+    fx.table("whisper_fp16.safetensors", "model.encoder.conv1.bias", rng.normal(0.0, 0.02, d).astype(np.float16),
+             role="unrelated", what="conv bias, float16", expected=None)  # fmt: skip
+
+
 def make_alibi(fx: Fixtures, rng: np.random.Generator) -> None:
     import torch
     from transformers.models.bloom.modeling_bloom import _get_alibi_slopes, build_alibi_tensor
@@ -582,16 +704,21 @@ def make_t2t_and_negatives(fx: Fixtures, rng: np.random.Generator) -> None:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def container_bytes(name: str, arrays: dict[str, np.ndarray]) -> bytes:
+def container_bytes(name: str, arrays: dict[str, np.ndarray], bfloat16: frozenset[str] = frozenset()) -> bytes:
     if name.endswith(".npz"):
+        assert not bfloat16, "bfloat16 tensors are stored in .safetensors only"
         return npz_bytes(arrays)
     if name.endswith(".safetensors"):
         import torch
         from safetensors.torch import save_file
 
+        def tensor(key: str, v: np.ndarray) -> Any:
+            t = torch.from_numpy(v.copy().view(np.int16) if key in bfloat16 else v.copy())
+            return t.view(torch.bfloat16) if key in bfloat16 else t
+
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, name)
-            save_file({k: torch.from_numpy(v.copy()) for k, v in arrays.items()}, path, metadata={"format": "pt"})
+            save_file({k: tensor(k, v) for k, v in arrays.items()}, path, metadata={"format": "pt"})
             return Path(path).read_bytes()
     if name.endswith(".h5"):
         import h5py
@@ -615,6 +742,7 @@ def build() -> Fixtures:
     make_alibi(fx, rng)
     make_sincos2d(fx, rng)
     make_t2t_and_negatives(fx, rng)
+    make_narrow(fx, np.random.default_rng(SEED + 1))  # its own stream: the files above keep their bytes
     return fx
 
 
@@ -644,6 +772,21 @@ def versions() -> dict[str, str]:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def widened(a: np.ndarray) -> np.ndarray:
+    """Values as float64; ``uint16`` arrays are bfloat16 bit patterns (posenc's output and the fixtures' own)."""
+    if a.dtype == np.uint16:
+        return (a.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def narrow_ulp(values: np.ndarray, narrow: str) -> np.ndarray:
+    """The unit in the last place of ``narrow`` (bfloat16: 8 significant bits; float16) at each value."""
+    if narrow == "float16":
+        return np.spacing(np.abs(values).astype(np.float16)).astype(np.float64)
+    magnitude = np.maximum(np.abs(values), 2.0**-126)
+    return np.exp2(np.floor(np.log2(magnitude)) - 7)
+
+
 def measure(posenc: str, entry: dict[str, Any], golden: np.ndarray, tmp: str) -> dict[str, Any]:
     exp = entry["expected"]
     cmd = exp.get("command") or exp.get("nearest_command")
@@ -659,6 +802,21 @@ def measure(posenc: str, entry: dict[str, Any], golden: np.ndarray, tmp: str) ->
         g = g.reshape(exp["reshape"])
     if ours.shape != g.shape:
         return {"error": f"shape: posenc {list(ours.shape)}, golden {list(g.shape)}"}
+    narrow = entry.get("narrow")
+    if narrow is not None:  # posenc's --dtype bfloat16 output holds the bits; the rule: one unit of the narrow type
+        ours, g = (widened(a) for a in (ours, g))
+        diff = np.abs(ours - g)
+        const = {"2^-22": F32, "2^-21": 2.0**-21}[entry.get("bound_constant", "2^-22")]
+        ratio = diff / (narrow_ulp(g, narrow) + const * (1.0 + entry["angles"]))
+        return {
+            "max_abs_error": float(diff.max()),
+            "elements_differing": int(np.count_nonzero(diff)),
+            "elements": int(g.size),
+            "bound": f"one unit in the last place of {narrow} at the golden + the float32 rule "
+            f"{entry.get('bound_constant', '2^-22')} * (1 + |angle|)",
+            "max_error_over_bound": float(ratio.max()),
+            "within_rule": bool(ratio.max() <= 1.0),
+        }
     diff = np.abs(ours.astype(np.float64) - g.astype(np.float64))
     res: dict[str, Any] = {
         "max_abs_error": float(diff.max()),
@@ -693,8 +851,8 @@ def main() -> int:
     ap.add_argument("--posenc", default="posenc", help="the posenc program whose commands are measured")
     ns = ap.parse_args()
     fx = build()
-    blobs = {name: container_bytes(name, arrays) for name, arrays in fx.files.items()}
-    again = {name: container_bytes(name, arrays) for name, arrays in fx.files.items()}
+    blobs = {name: container_bytes(name, arrays, fx.bfloat16_keys(name)) for name, arrays in fx.files.items()}
+    again = {name: container_bytes(name, arrays, fx.bfloat16_keys(name)) for name, arrays in fx.files.items()}
     if ns.check:
         bad = [n for n, b in blobs.items() if not (HERE / n).exists() or (HERE / n).read_bytes() != b]
         for n in sorted(blobs):
@@ -739,6 +897,8 @@ def main() -> int:
         "environment": versions(),
         "agreement_rules": {
             "float64-then-round": "bit-identical",
+            "narrow": "entries with 'narrow' (bfloat16, float16): |posenc - golden| <= one unit in the last place of "
+            "that type at the golden + the float32 rule's bound (the framework's float32 value was rounded once more)",
             "float32": "|posenc - golden| <= 2^-22 (1 + |angle|) (times attention_scaling for RoPE); diffusers "
             "2^-21 (1 + |angle|); ALiBi |posenc - golden| <= 2^-20 |golden|",
         },
