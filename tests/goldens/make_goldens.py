@@ -333,7 +333,25 @@ def torch_versions() -> dict[str, Any]:
 
 
 def t2np(t: Any) -> np.ndarray:
-    return t.detach().cpu().numpy().copy()
+    return np.ascontiguousarray(t.detach().cpu().numpy().copy())
+
+
+def llama_config(head_dim: int, max_pos: int, rope_parameters: dict[str, Any]) -> Any:
+    """The smallest LlamaConfig whose rotary embedding has ``head_dim`` and ``rope_parameters`` (two heads of one
+    layer; the RoPE tables depend on nothing else). Shared by this script and identify/make_identify_goldens.py."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=32,
+        hidden_size=head_dim * 2,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=head_dim,
+        max_position_embeddings=max_pos,
+        rope_parameters=dict(rope_parameters),
+    )
 
 
 def make_sinusoid_presets(c: Collector) -> None:
@@ -625,7 +643,6 @@ def make_sinusoid_presets(c: Collector) -> None:
 
 def make_rope(c: Collector) -> None:
     import torch
-    from transformers import LlamaConfig
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
     from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
@@ -648,17 +665,7 @@ def make_rope(c: Collector) -> None:
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                cfg = LlamaConfig(
-                    vocab_size=32,
-                    hidden_size=head_dim * 2,
-                    intermediate_size=8,
-                    num_hidden_layers=1,
-                    num_attention_heads=2,
-                    num_key_value_heads=2,
-                    head_dim=head_dim,
-                    max_position_embeddings=max_pos,
-                    rope_parameters=dict(rope_parameters),
-                )
+                cfg = llama_config(head_dim, max_pos, rope_parameters)
         finally:
             logger.removeHandler(capture)
         return cfg, [str(w.message) for w in caught] + capture.messages

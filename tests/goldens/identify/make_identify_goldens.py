@@ -38,14 +38,10 @@ HERE = Path(__file__).resolve().parent
 GOLDENS = HERE.parent
 MANIFEST = HERE / "manifest.json"
 sys.path.insert(0, str(GOLDENS))
-from make_goldens import canonical_json, npz_bytes  # noqa: E402  (deterministic .npz writer and JSON of ../)
+from make_goldens import canonical_json, llama_config, npz_bytes, t2np  # noqa: E402  (../make_goldens.py's helpers)
 
 SEED = 20240518  # every random (unrelated / learned) tensor comes from this seed
 F32 = 2.0**-22
-
-
-def t2np(t: Any) -> np.ndarray:
-    return np.ascontiguousarray(t.detach().cpu().numpy().copy())
 
 
 class Fixtures:
@@ -283,7 +279,6 @@ def make_sinusoids(fx: Fixtures, rng: np.random.Generator) -> None:
 
 def make_rope(fx: Fixtures, rng: np.random.Generator) -> None:
     import torch
-    from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
     hd, seq = 64, 256
@@ -348,18 +343,7 @@ def make_rope(fx: Fixtures, rng: np.random.Generator) -> None:
     ]
     for fname, mode, max_pos, extra, opts, note in cases:
         rp = {"rope_type": mode, **extra}
-        cfg = LlamaConfig(
-            vocab_size=32,
-            hidden_size=hd * 2,
-            intermediate_size=8,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            head_dim=hd,
-            max_position_embeddings=max_pos,
-            rope_parameters=dict(rp),
-        )
-        mod = LlamaRotaryEmbedding(cfg)
+        mod = LlamaRotaryEmbedding(llama_config(hd, max_pos, rp))
         x = torch.zeros(1, seq, hd, dtype=torch.float32)
         cos, sin = mod(x, torch.arange(seq)[None])
         inv = t2np(mod.inv_freq).astype(np.float64)
@@ -405,7 +389,6 @@ def make_narrow(fx: Fixtures, rng: np.random.Generator) -> None:
     cos and sin to the input's dtype), and sinusoid weights of a model saved with ``.to(torch.bfloat16)`` or
     ``.half()``. Each is the framework's float32 table rounded once more, to the narrow type."""
     import torch
-    from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
     from transformers.models.whisper.modeling_whisper import sinusoids
@@ -429,11 +412,7 @@ def make_narrow(fx: Fixtures, rng: np.random.Generator) -> None:
          "--theta 500000 --scaling llama3 --factor 32 --low-freq-factor 1 --high-freq-factor 4 "
          "--original-max-positions 8192", "Llama 3.2 1B (head_dim 64)"),
     ):  # fmt: skip
-        cfg = LlamaConfig(
-            vocab_size=32, hidden_size=hd * 2, intermediate_size=8, num_hidden_layers=1, num_attention_heads=2,
-            num_key_value_heads=2, head_dim=hd, max_position_embeddings=max_pos, rope_parameters=dict(rp),
-        )  # fmt: skip
-        mod = LlamaRotaryEmbedding(cfg)
+        mod = LlamaRotaryEmbedding(llama_config(hd, max_pos, rp))
         cos, sin = mod(torch.zeros(1, seq, hd, dtype=torch.bfloat16), torch.arange(seq)[None])
         assert cos.dtype == torch.bfloat16
         inv = t2np(mod.inv_freq).astype(np.float64)
