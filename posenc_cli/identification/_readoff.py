@@ -51,7 +51,7 @@ def _nearest_branch(candidates: Sequence[np.ndarray], predicted: np.ndarray) -> 
     return np.asarray(best, np.float64)
 
 
-def _branches(values: np.ndarray, mode: str) -> tuple[list[np.ndarray], np.ndarray]:
+def _branches(values: np.ndarray, mode: str, flat: float = _FLAT) -> tuple[list[np.ndarray], np.ndarray]:
     """The candidate angles of ``values`` (angles for ``pair``; normalised values otherwise) and where they are
     well conditioned."""
     if mode == "pair":
@@ -59,9 +59,9 @@ def _branches(values: np.ndarray, mode: str) -> tuple[list[np.ndarray], np.ndarr
     v = np.clip(values, -1.0, 1.0)
     if mode == "cos":
         a = np.arccos(v)
-        return [a, -a], np.abs(v) < _FLAT
+        return [a, -a], np.abs(v) < flat
     a = np.arcsin(v)
-    return [a, math.pi - a], np.abs(v) < _FLAT
+    return [a, math.pi - a], np.abs(v) < flat
 
 
 def resolution(values: np.ndarray) -> float:
@@ -95,18 +95,22 @@ def sample_rows(rows: np.ndarray, spread: int = 32) -> np.ndarray:
     return np.asarray(rows[np.unique(np.clip(wanted, 0, len(rows) - 1))])
 
 
-def column_rates(values: np.ndarray, rows: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+def column_rates(
+    values: np.ndarray, rows: np.ndarray, mode: str, *, flat: float = _FLAT
+) -> tuple[np.ndarray, np.ndarray]:
     """The rate per row ``w`` and the angle at ``rows[0]`` of every column of ``values`` (shape ``(len(rows), C)``).
 
     ``mode``: ``"pair"`` (``values`` are angles, from ``atan2``), ``"cos"`` or ``"sin"`` (values divided by the
     amplitude; the angle at ``rows[0]`` is taken as 0, the RoPE caches' position 0). ``rows`` are the row
-    numbers of ``values`` (a padding row left out), increasing.
+    numbers of ``values`` (a padding row left out), increasing. ``flat``: rows whose normalised value is nearer
+    +-1 than this do not refine a reflected angle (an amplitude read to ``e`` moves ``acos`` by ``e cot``; a
+    bfloat16 cache of amplitude 1.14 needs ``0.9``).
     """
     count, width = values.shape
     origin = rows[0]
     if count < 2:
         return np.zeros(width), np.zeros(width)
-    branches, good = _branches(values, mode)
+    branches, good = _branches(values, mode, flat)
     start = branches[0][0] if mode == "pair" else np.zeros(width)
     # first estimate: the next row, its branch nearest a rate in [0, pi) (cos) or the smallest step (pair, sin)
     first = _nearest_branch([b[1] for b in branches], start + (0.0 if mode == "pair" else 0.5))

@@ -70,7 +70,10 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     layout, distinct = found
     if distinct.shape[1] < 2:
         return
-    rates, _ = column_rates(distinct / amplitude, np.arange(n), mode)
+    precision = resolution(values)
+    # rows near +-1 say little when the amplitude itself is rounded (a bfloat16 YaRN cache: 1.140625 for 1.1386)
+    flat = min(0.999, 1 - 25 * precision) if amplitude != 1.0 else 0.999
+    rates, _ = column_rates(distinct / amplitude, np.arange(n), mode, flat=flat)
     t = np.abs(rates)
     idle = np.all(distinct == distinct[0], axis=0)  # Gemma 4's proportional: columns not rotated, cos 1 and sin 0
     t[idle] = 0.0
@@ -156,7 +159,12 @@ def _modes(
             for over in _yarn(factors, over_theta, folded=array == "inv_freq"):
                 yield make(over, len(over))
         else:  # YaRN's attention scaling 0.1 ln(factor) + 1 is the amplitude
-            factors = nice_numbers(math.exp((amplitude - 1) / 0.1), 1e-3, common=())[:2]
+            read = math.exp((amplitude - 1) / 0.1)
+            spread = 2 * noise * amplitude / 0.1  # a bfloat16 amplitude gives the factor to a few per cent
+            if spread <= 1e-3:
+                factors = nice_numbers(read, 1e-3, common=())[:2]
+            else:
+                factors = [f for f in (2.0, 4.0, 8.0, 16.0, 32.0, 64.0) if abs(f - read) <= spread * f][:1]
             for over in _yarn(factors, over_theta, folded=True):
                 yield make(over, len(over))
         listed = _factors(1 / mult, t * span, seen)

@@ -411,6 +411,10 @@ def make_narrow(fx: Fixtures, rng: np.random.Generator) -> None:
         ("rope_llama32_bf16.safetensors", 2048, 64, 131072, llama32,
          "--theta 500000 --scaling llama3 --factor 32 --low-freq-factor 1 --high-freq-factor 4 "
          "--original-max-positions 8192", "Llama 3.2 1B (head_dim 64)"),
+        ("rope_yarn_bf16.safetensors", 1024, 64, 16384,
+         {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4096},
+         "--scaling yarn --factor 4 --original-max-positions 4096 --max-positions 16384",
+         "YaRN defaults; the attention scaling 1.1386 is itself rounded, to 1.140625"),
     ):  # fmt: skip
         mod = LlamaRotaryEmbedding(llama_config(hd, max_pos, rp))
         cos, sin = mod(torch.zeros(1, seq, hd, dtype=torch.bfloat16), torch.arange(seq)[None])
