@@ -221,7 +221,8 @@ def _proportional(
 
 def _yarn(factors: list[float], over_theta: dict[str, Any], *, folded: bool) -> Iterator[dict[str, Any]]:
     """YaRN's options for each factor and pre-training length (``folded``: the attention scaling as HF folds it
-    into the caches, else ``attention_scaling = False``)."""
+    into the caches, else ``attention_scaling = False``), each with the correction range floored and ceiled (HF's
+    default) and then as computed (``truncate: false``, gpt-oss)."""
     for factor in factors:
         if factor <= 1:
             continue
@@ -236,6 +237,7 @@ def _yarn(factors: list[float], over_theta: dict[str, Any], *, folded: bool) -> 
             if not folded:
                 over["attention_scaling"] = False
             yield over
+            yield {**over, "truncate": False}
 
 
 def _round(value: float) -> bool:

@@ -493,6 +493,57 @@ def make_narrow(fx: Fixtures, rng: np.random.Generator) -> None:
              role="unrelated", what="conv bias, float16", expected=None)  # fmt: skip
 
 
+def make_yarn_no_truncate(fx: Fixtures, rng: np.random.Generator) -> None:
+    """gpt-oss's RoPE: YaRN with ``truncate: false`` (the correction range not floored and ceiled), theta 150000,
+    factor 32 over 4096, head_dim 64; HF's ``LlamaRotaryEmbedding`` with those rope_parameters, 256 positions."""
+    import torch
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    hd, seq, max_pos = 64, 256, 131072
+    rp = {
+        "rope_type": "yarn",
+        "rope_theta": 150000.0,
+        "factor": 32.0,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "truncate": False,
+        "original_max_position_embeddings": 4096,
+    }
+    mod = LlamaRotaryEmbedding(llama_config(hd, max_pos, rp))
+    cos, _ = mod(torch.zeros(1, seq, hd, dtype=torch.float32), torch.arange(seq)[None])
+    inv = t2np(mod.inv_freq).astype(np.float64)
+    scaling = float(mod.attention_scaling)
+    fname = "rope_yarn_no_truncate.h5"
+    fx.file(fname, "gpt-oss style RoPE (YaRN, truncate false): one layer's cos cache beside attention weights")
+    fx.table(
+        fname,
+        "model/layers/0/self_attn/rotary_emb/cos_cached",
+        t2np(cos[0]),
+        angles=np.abs(np.arange(seq, dtype=np.float64)[:, None] * np.concatenate([inv, inv])[None, :]),
+        role="positional",
+        framework="transformers",
+        function="transformers.models.llama.modeling_llama.LlamaRotaryEmbedding.forward",
+        call=f"LlamaRotaryEmbedding(LlamaConfig(..., head_dim={hd}, max_position_embeddings={max_pos}, "
+        f"rope_parameters={rp!r}))(x, position_ids=torch.arange({seq})[None])[0][0]",
+        params={
+            "head_dim": hd,
+            "seq_len": seq,
+            "max_position_embeddings": max_pos,
+            "rope_parameters": rp,
+            "attention_scaling": scaling,
+        },  # fmt: skip
+        what=f"cos(cat(freqs, freqs)) * attention_scaling ({scaling!r}), rows = positions 0..{seq - 1}",
+        compute="float32",
+        attention_scaling=scaling,
+        expected={
+            "command": f"posenc rope -n {seq} --head-dim {hd} --theta 150000 --scaling yarn --factor 32 "
+            "--original-max-positions 4096 --max-positions 131072 --no-truncate",
+            "array": "cos",
+        },
+    )
+    fx.unrelated(fname, "model/layers/0/self_attn/q_proj/weight", rng.normal(0.0, 0.02, (16, 128)), "q_proj")
+
+
 def make_alibi(fx: Fixtures, rng: np.random.Generator) -> None:
     import torch
     from transformers.models.bloom.modeling_bloom import _get_alibi_slopes, build_alibi_tensor
@@ -726,6 +777,7 @@ def build() -> Fixtures:
     make_sincos2d(fx, rng)
     make_t2t_and_negatives(fx, rng)
     make_narrow(fx, np.random.default_rng(SEED + 1))  # its own stream: the files above keep their bytes
+    make_yarn_no_truncate(fx, np.random.default_rng(SEED + 2))
     return fx
 
 
