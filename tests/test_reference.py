@@ -3,6 +3,7 @@ the code writes now (regenerate with ``python -m posenc_cli.cli.reference > docs
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,24 @@ def test_a_changed_help_text_makes_the_page_stale(monkeypatch):
     option = next(p for p in cli.commands["generate"].params if p.name == "seq_len")
     monkeypatch.setattr(option, "help", "something else")
     assert render(cli) != PAGE.read_text()
+
+
+def test_rendering_the_page_leaves_every_command_its_help_options():
+    """click builds a command's help option once, from the first context it sees: the page's contexts must carry
+    the group's ``-h`` (a bare context left ``--help`` alone, and every later ``--help`` in the process showed it)."""
+    from click.testing import CliRunner
+
+    render(cli)
+    for name in ("alibi", "build", "identify"):
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0 and "-h, --help" in result.output, name
+
+
+def test_the_page_is_the_same_on_every_python():
+    """Python 3.13 dedents docstrings as it compiles them: the page takes each description through cleandoc, so a
+    description reads the same from every interpreter (no line keeps the docstring's indentation)."""
+    page = render(cli)
+    for block in page.split("```text\n")[1:]:
+        text = block.split("\n```", 1)[0]
+        assert "\x08" not in text
+        assert inspect.cleandoc(text) == text, text[:200]  # no indentation left common to the lines

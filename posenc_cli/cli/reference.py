@@ -8,6 +8,9 @@ manifest key and API keyword columns from :mod:`posenc_cli.kinds` (the registry 
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import click
 
 from ..kinds import KINDS, OUTPUT, RUN
@@ -70,8 +73,11 @@ def _where(command: str, param: click.Parameter) -> tuple[str, str]:
     return f"`{name}`", f"`{KINDS[command].make.__name__}({name}=)`"
 
 
-def _command(name: str, command: click.Command) -> list[str]:
-    ctx = click.Context(command, info_name=f"posenc {name}")
+def _command(name: str, command: click.Command, group: click.Group) -> list[str]:
+    # the group's settings (its -h): a bare context would make click build, and keep on the command, a help
+    # option without -h, which every later --help would then show
+    root = click.Context(group, info_name="posenc", **group.context_settings)
+    ctx = click.Context(command, info_name=name, parent=root)
     lines = [
         f"## posenc {name}",
         "",
@@ -82,7 +88,9 @@ def _command(name: str, command: click.Command) -> list[str]:
         "```",
         "",
     ]
-    doc = (command.help or "").replace("\b\n", "").strip()
+    # click's \b lines (no rewrapping) go, indentation and all; then cleandoc, as Python 3.13 dedents docstrings
+    # as it compiles them and older ones leave that to the reader: one page from every Python
+    doc = inspect.cleandoc(re.sub(r"^[ \t]*\x08\n", "", command.help or "", flags=re.MULTILINE))
     lines += ["<details><summary>Description</summary>", "", "```text", doc, "```", "", "</details>", ""]
     params = [p for p in command.params if p.name != "help"]
     table_like = name in KINDS or name == "convert"
@@ -126,7 +134,7 @@ def render(cli: click.Group) -> str:
         "",
     ]
     for name in sorted(cli.commands):
-        lines += _command(name, cli.commands[name])
+        lines += _command(name, cli.commands[name], cli)
     return "\n".join(lines).rstrip() + "\n"
 
 
