@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GeometricFit", "column_rates", "geometric_fit", "nice_numbers", "resolution", "sample_rows"]
+__all__ = ["FLAT", "GeometricFit", "column_rates", "geometric_fit", "nice_numbers", "resolution", "sample_rows"]
 
 #: Rows whose normalised value is closer than this to +-1 say little about a reflected angle (``acos`` near 0):
 #: the refinement keeps its estimate there.
-_FLAT = 0.999
+FLAT = 0.999
 
 
 def _nearest_branch(candidates: Sequence[np.ndarray], predicted: np.ndarray) -> np.ndarray:
@@ -51,7 +51,7 @@ def _nearest_branch(candidates: Sequence[np.ndarray], predicted: np.ndarray) -> 
     return np.asarray(best, np.float64)
 
 
-def _branches(values: np.ndarray, mode: str, flat: float = _FLAT) -> tuple[list[np.ndarray], np.ndarray]:
+def _branches(values: np.ndarray, mode: str, flat: float = FLAT) -> tuple[list[np.ndarray], np.ndarray]:
     """The candidate angles of ``values`` (angles for ``pair``; normalised values otherwise) and where they are
     well conditioned."""
     if mode == "pair":
@@ -96,7 +96,7 @@ def sample_rows(rows: np.ndarray, spread: int = 32) -> np.ndarray:
 
 
 def column_rates(
-    values: np.ndarray, rows: np.ndarray, mode: str, *, flat: float = _FLAT
+    values: np.ndarray, rows: np.ndarray, mode: str, *, flat: float = FLAT
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rate per row ``w`` and the angle at ``rows[0]`` of every column of ``values`` (shape ``(len(rows), C)``).
 

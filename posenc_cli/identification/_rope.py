@@ -26,12 +26,14 @@ from typing import Any
 import numpy as np
 
 from ._hypothesis import Hypothesis
-from ._readoff import COMMON, column_rates, geometric_fit, nice_numbers, resolution
+from ._readoff import COMMON, FLAT, column_rates, geometric_fit, nice_numbers, resolution
 
 __all__ = ["rope_hypotheses"]
 
 #: Pre-training context lengths configurations name (``original_max_position_embeddings``).
 ORIGINALS = (4096, 8192, 2048, 32768, 16384, 131072, 1024, 65536, 512, 256)
+#: The scaling factors configurations use (llama3, YaRN), tried where a factor is read coarsely.
+_POWERS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
 
 def _distinct(values: np.ndarray) -> tuple[str, np.ndarray] | None:
@@ -72,17 +74,17 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
         return
     precision = resolution(values)
     # rows near +-1 say little when the amplitude itself is rounded (a bfloat16 YaRN cache: 1.140625 for 1.1386)
-    flat = min(0.999, 1 - 25 * precision) if amplitude != 1.0 else 0.999
+    flat = min(FLAT, 1 - 25 * precision) if amplitude != 1.0 else FLAT
     rates, _ = column_rates(distinct / amplitude, np.arange(n), mode, flat=flat)
     t = np.abs(rates)
     idle = np.all(distinct == distinct[0], axis=0)  # Gemma 4's proportional: columns not rotated, cos 1 and sin 0
     t[idle] = 0.0
     wave = np.cos if mode == "cos" else np.sin
     model = amplitude * wave(np.outer(np.arange(n, dtype=np.float64), t))
-    allowed = max(1e-3, 8 * resolution(values)) * amplitude  # a cache rounded to bfloat16 is still one
+    allowed = max(1e-3, 8 * precision) * amplitude  # a cache rounded to bfloat16 is still one
     if float(np.max(np.abs(model - distinct))) > allowed:  # not one frequency per column: not a cache
         return
-    yield from _modes(t, n, mode, layout, amplitude, mode, noise=2 * resolution(values))
+    yield from _modes(t, n, mode, layout, amplitude, mode, noise=2 * precision)
 
 
 #: The angle a column must reach over the cache to be read well: acos is flat near 0 (cos caches), asin is not.
@@ -155,7 +157,7 @@ def _modes(
                 yield make(over, len(over))
             # YaRN with its attention scaling left out of the caches (or an inv_freq): the slowest are 1/factor
             least_mult = float(mult[seen].min()) if seen.any() else 1.0
-            factors = nice_numbers(1 / least_mult, 2e-2, common=(2.0, 4.0, 8.0, 16.0, 32.0, 64.0))[:1]
+            factors = nice_numbers(1 / least_mult, 2e-2, common=_POWERS)[:1]
             for over in _yarn(factors, over_theta, folded=array == "inv_freq"):
                 yield make(over, len(over))
         else:  # YaRN's attention scaling 0.1 ln(factor) + 1 is the amplitude
@@ -164,7 +166,7 @@ def _modes(
             if spread <= 1e-3:
                 factors = nice_numbers(read, 1e-3, common=())[:2]
             else:
-                factors = [f for f in (2.0, 4.0, 8.0, 16.0, 32.0, 64.0) if abs(f - read) <= spread * f][:1]
+                factors = [f for f in _POWERS if abs(f - read) <= spread * f][:1]
             for over in _yarn(factors, over_theta, folded=True):
                 yield make(over, len(over))
         listed = _factors(1 / mult, t * span, seen)
@@ -293,12 +295,11 @@ def _llama3_readings(
         estimates = (1 - smooth) / (mult[band] - smooth)
         if not np.all(np.isfinite(estimates)) or float(np.ptp(estimates)) > spread * float(np.max(np.abs(estimates))):
             continue
-        powers = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
         read = float(np.median(estimates))
         factors = (
-            nice_numbers(read, 5e-2, common=powers)
+            nice_numbers(read, 5e-2, common=_POWERS)
             if spread < 0.25
-            else [f for f in powers if abs(f - read) <= 0.25 * f]
+            else [f for f in _POWERS if abs(f - read) <= 0.25 * f]
         )
         for factor in factors[:1]:
             if factor > 1:

@@ -186,8 +186,9 @@ def _presets(
             else:
                 step_read = fit.c0 / _first_frequency(spec)
             base_read = _base_of(form, fit, width, natural, shift, m)
-            coarse = fit.power_error(width / 2) > 1e-4  # bfloat16: the base is read to a few parts in 1e3
-            bases = nice_numbers(base_read, max(1e-4, fit.power_error(width / 2)))
+            read_to = fit.power_error(width / 2)  # bfloat16: the base is read to a few parts in 1e3
+            coarse = read_to > 1e-4
+            bases = nice_numbers(base_read, max(1e-4, read_to))
             if not bases:
                 continue
             common = dict(overrides)
