@@ -27,9 +27,17 @@ if _EARLY:
 
 
 def main() -> None:
-    """Import the CLI under the early SIGINT answer, restore Python's handler, run."""
+    """Import the CLI under the early SIGINT answer, restore Python's handler, run.
+
+    The CLI turns ``KeyboardInterrupt`` into its one line once its command has started; one that lands in the few
+    steps before that (between restoring the handler and the CLI's own ``try``) is answered here the same way.
+    """
     from .cli import main as run
 
-    if _EARLY:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    run()
+    try:
+        if _EARLY:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        run()
+    except KeyboardInterrupt:
+        os.write(2, b"Error: interrupted\n")
+        raise SystemExit(130) from None
