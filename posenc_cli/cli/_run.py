@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,13 @@ __all__ = ["ClosedStream", "PosencGroup", "fail", "mapped_errors", "notes", "say
 
 #: Names some checks raise a SpecError under, and the option that the user typed for it.
 _PARAM_ALIASES = {"no_padding": "padding_idx"}
+
+#: Short options that another option of the same command had in the last release, each with the name of that
+#: option: a command line written for the old meaning is refused with one line that gives the new spelling
+#: (:func:`_former_short`), never read in the new meaning. ``posenc relative -q`` was the query length until
+#: 0.1.0 and is ``--quiet`` now, as on every other command; the query length is ``-Q``. Drop an entry one release
+#: after its change.
+FORMER_SHORTS: dict[tuple[str, str], str] = {("relative", "-q"): "query_length"}
 
 
 class PosencGroup(click.Group):
@@ -47,8 +55,13 @@ class PosencGroup(click.Group):
                 return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
-        except click.NoSuchOption as exc:
-            fail(exc.format_message().rstrip(".") + _nearest(exc), exc.exit_code)
+        except click.UsageError as exc:
+            former = _former_short(exc, list(args) if args is not None else sys.argv[1:])
+            if former:
+                fail(former, exc.exit_code)
+            if isinstance(exc, click.NoSuchOption):
+                fail(exc.format_message().rstrip(".") + _nearest(exc), exc.exit_code)
+            fail(exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except (click.Abort, KeyboardInterrupt):
@@ -72,14 +85,53 @@ class PosencGroup(click.Group):
 
 
 def _nearest(exc: click.NoSuchOption) -> str:
-    """For an option typed as another command spells it (``posenc rope -d``): the option meant here."""
+    """For an option typed as another command spells it (``posenc rope -d``, ``posenc sincos2d -n``): the option
+    meant here, ``; posenc rope takes --head-dim (dimension per head (even))``."""
     command = exc.ctx.command if exc.ctx is not None else None
     for param in getattr(command, "params", ()):
-        if exc.option_name in getattr(param, "near", ()):
-            flag = next(o for o in param.opts if o.startswith("--"))
-            name = command.name if command is not None else "this command"
-            return f"; posenc {name} takes {flag} ({param.help.rstrip('.').lower()})"
+        if command is not None and exc.option_name in getattr(param, "near", ()):
+            return f"; posenc {command.name} takes {_spelled(param)} ({_what(param)})"
     return ""
+
+
+def _former_short(exc: click.UsageError, argv: Sequence[str]) -> str:
+    """The one line for a command line that uses a short option in its meaning of the last release
+    (:data:`FORMER_SHORTS`: ``posenc relative -q 8``, which now reads as ``--quiet`` and a stray ``8``), or ``""``.
+
+    Only a short option followed by a value is its old use (the new ones are flags): ``-q 8`` or ``-q8``, before
+    any ``--``."""
+    command = exc.ctx.command if exc.ctx is not None else None
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    for (name, short), former in FORMER_SHORTS.items():
+        if command is None or command.name != name:
+            continue
+        values = [
+            words[i + 1] if word == short else word[len(short) :]
+            for i, word in enumerate(words)
+            if (word == short and i + 1 < len(words) and not words[i + 1].startswith("-"))
+            or (word.startswith(short) and word[len(short) :][:1].isdigit())
+        ]
+        now = next((p for p in command.params if short in getattr(p, "opts", ())), None)
+        was = next((p for p in command.params if p.name == former), None)
+        if values and now is not None and was is not None:
+            long_now = next(o for o in now.opts if o.startswith("--"))
+            return (
+                f"{short} is {long_now} now, as on every posenc command; the {former.replace('_', ' ')} is "
+                f"{_spelled(was)}: posenc {name} {was.opts[0]} {shlex.quote(values[0])}"
+            )
+    return ""
+
+
+def _spelled(param: click.Parameter) -> str:
+    """An option's flags as its help shows them: ``-Q/--query-length``."""
+    return "/".join(getattr(param, "opts", ()))
+
+
+def _what(param: click.Parameter) -> str:
+    """An option's help without its bracketed notes and final period, first letter lower-cased unless it starts an
+    acronym: ``dimension per head (even)``."""
+    text = str(getattr(param, "help", "") or "").split("  [")[0].strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 class ClosedStream:

@@ -18,7 +18,7 @@ from ..kinds import CONVERT, KINDS, OUTPUT
 from ..params import command_line
 from ..table import Table
 from ._run import fail, mapped_errors
-from .options import max_memory, options, write_options
+from .options import ClickChoice, max_memory, options, write_options
 from .write import write
 
 __all__ = ["convert_command", "inspect_command", "json_safe", "verify_command"]
@@ -161,7 +161,7 @@ def json_safe(value: Any) -> Any:
 )
 @click.option(
     "--kind",
-    type=click.Choice(tuple(kind.table for kind in KINDS.values())),
+    type=ClickChoice(tuple(kind.table for kind in KINDS.values())),
     help="The table's kind, for files without one.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")

@@ -4,17 +4,17 @@ command come from its record."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
 from .._cli_types import FLOAT, INT, SIZE
+from ..errors import did_you_mean
 from ..kinds import OUTPUT, RUN
 from ..params import INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong
 
-__all__ = ["ParamOption", "click_type", "max_memory", "option", "options", "write_options"]
+__all__ = ["ClickChoice", "ParamOption", "click_type", "max_memory", "option", "options", "write_options"]
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -37,7 +37,21 @@ class _Typed(click.ParamType):  # type: ignore[type-arg]
         try:
             return self.kind.from_text(value)
         except Wrong:
-            self.fail(f"expected {self.kind.typed or self.kind.expected}, got {value!r}", param, ctx)
+            names = [name for name in self.kind.metavar.strip("[]").split("|") if "." not in name]  # not fixedT.F
+            hint = did_you_mean(value, names) if self.kind.metavar.startswith("[") else ""
+            self.fail(f"expected {self.kind.typed or self.kind.expected}, got {value!r}{'; ' + hint if hint else ''}",
+                      param, ctx)  # fmt: skip
+
+
+class ClickChoice(click.Choice):  # type: ignore[type-arg]
+    """click's choice of names, whose error also says which names the value is probably a typo of (``-p fairsq``:
+    "Did you mean 'fairseq'?", :func:`~posenc_cli.errors.did_you_mean`): every closed list of names a command
+    takes is one of these."""
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        hint = did_you_mean(value, [str(choice) for choice in self.choices])
+        said = super().get_invalid_choice_message(value, ctx)
+        return f"{said} {hint[0].upper()}{hint[1:]}" if hint else said
 
 
 def click_type(kind: ValueType) -> Any:
@@ -49,7 +63,7 @@ def click_type(kind: ValueType) -> Any:
     if kind is TEXT:
         return click.STRING
     if isinstance(kind, Choice):
-        return click.Choice(kind.choices)
+        return ClickChoice(kind.choices)
     return _Typed(kind)
 
 
@@ -90,15 +104,12 @@ def options(params: Sequence[Param], **overrides: dict[str, Any]) -> Decorator:
     return decorate
 
 
-def write_options(*, required: bool = True, taken: frozenset[str] = frozenset()) -> Decorator:
+def write_options(*, required: bool = True) -> Decorator:
     """Where and how to write (:data:`~posenc_cli.kinds.OUTPUT`) and the switches (:data:`~posenc_cli.kinds.RUN`),
-    ``-o`` first: the same options, in the same order, on every command that writes a table.
-
-    ``taken`` are short flags the command's own options use (``posenc relative``'s ``-q``, the query length): a
-    shared option keeps only its long flag there."""
+    ``-o`` first: the same options, with the same short forms, in the same order, on every command that writes a
+    table (a short option has one meaning on every command: ``tests/test_cli.py`` walks them)."""
     output, *switches = RUN
-    shared = [dataclasses.replace(p, short=None) if p.short in taken else p for p in (output, *OUTPUT, *switches)]
-    return options(shared, output={"required": required})
+    return options([output, *OUTPUT, *switches], output={"required": required})
 
 
 def max_memory(f: Callable[..., Any]) -> Callable[..., Any]:
