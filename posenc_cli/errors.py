@@ -6,6 +6,8 @@ place (``SpecError`` -> 2, every other ``PosencError`` -> 1).
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable, Iterable
 
 
@@ -39,8 +41,22 @@ class PosencWarning(UserWarning):
 
 
 class PosencAdvice(PosencWarning):
-    """Advice about an output that is what was asked for (a C table large enough to compile slowly): the CLI
-    prints it only with ``-v``, and never under ``--check`` (posenc is silent on success)."""
+    """Advice about an output that is what was asked for (a C table large enough to compile slowly, and what to
+    write instead): the CLI prints it as a ``Note:`` once, when it creates or changes the output it is about; never
+    for an output left as it was, under ``--check``, or with ``-q``."""
+
+
+def warn(warning: PosencWarning) -> None:
+    """Issue ``warning`` (:func:`warnings.warn`) from the first caller outside posenc: the line of the user's code
+    that called posenc (``posenc_cli.save(...)``), whatever chain of posenc's own functions led to it, so that
+    ``warnings``' filters by module and its ``file:line`` name the caller's code, never a line inside posenc
+    (Python 3.12's ``skip_file_prefixes``, for every Python posenc runs on)."""
+    frame = sys._getframe(1)
+    level = 2  # 1 is this function; 2 its caller
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] == __package__:
+        frame = frame.f_back
+        level += 1
+    warnings.warn(warning, stacklevel=level)
 
 
 def close_matches(value: object, choices: Iterable[str]) -> list[str]:

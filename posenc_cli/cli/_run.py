@@ -18,14 +18,26 @@ import shlex
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+from .. import _atomic
 from .._printable import printable
 from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, SpecError
 
-__all__ = ["ClosedStream", "PosencGroup", "fail", "mapped_errors", "notes", "say"]
+__all__ = [
+    "FORMER_SHORTS",
+    "ClosedStream",
+    "PosencGroup",
+    "advice",
+    "fail",
+    "mapped_errors",
+    "no_warnings",
+    "notes",
+    "say",
+]
 
 #: Names some checks raise a SpecError under, and the option that the user typed for it.
 _PARAM_ALIASES = {"no_padding": "padding_idx"}
@@ -51,7 +63,7 @@ class PosencGroup(click.Group):
             sys.stdout = ClosedStream()
 
         try:
-            with terminating_cleanly():
+            with terminating_cleanly(), no_warnings():
                 return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
@@ -177,22 +189,56 @@ def mapped_errors(ctx: click.Context) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def notes(*, quiet: bool, advice: bool = False) -> Iterator[None]:
-    """posenc's notes (:class:`~posenc_cli.errors.PosencWarning`) raised inside, printed after it as ``Note: ...``
-    lines on stderr unless ``quiet``; its advice (:class:`~posenc_cli.errors.PosencAdvice`, a C table that will
-    compile slowly) only with ``advice`` (``-v``, never ``--check``): posenc is silent on success. A library's own
-    warnings (deprecations) are not posenc's to print. Each note is printed once."""
+def notes(*, quiet: bool) -> Iterator[None]:
+    """posenc's notes (:class:`~posenc_cli.errors.PosencWarning`: a renamed manifest key) raised inside, printed
+    after it as ``Note: ...`` lines on stderr, each once, unless ``quiet``. Advice
+    (:class:`~posenc_cli.errors.PosencAdvice`) is :func:`advice`'s to print, when the output it is about was
+    written: here it is dropped. Every other warning was never posenc's to print (:func:`no_warnings`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PosencWarning)
         yield
+    said = [note for note in caught if issubclass(note.category, PosencWarning)]
+    _say_notes([note for note in said if not issubclass(note.category, PosencAdvice)], quiet)
+
+
+@contextlib.contextmanager
+def advice(paths: Sequence[Path] | None, *, quiet: bool) -> Iterator[None]:
+    """posenc's advice (:class:`~posenc_cli.errors.PosencAdvice`: a C table that will compile slowly, and what to
+    write instead) raised inside, printed after it as ``Note: ...`` lines on stderr, each once, only when the block
+    created or changed one of the output files ``paths`` (``None``: the output is stdout, always written) and not
+    ``quiet``. So it is said once, where users see it, when the file is made: not for a rewrite that left the file
+    as it was, not under ``--check`` (which writes nothing). Other warnings raised inside go on to the enclosing
+    :func:`notes`."""
+    before = [_atomic.identity(path) for path in paths or ()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PosencAdvice)
+        yield
+    written = paths is None or any(_atomic.identity(p) != old for p, old in zip(paths, before, strict=True))
+    for note in caught:
+        if not issubclass(note.category, PosencAdvice):
+            warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
+    if written:
+        _say_notes([n for n in caught if issubclass(n.category, PosencAdvice)], quiet)
+
+
+def _say_notes(caught: Sequence[warnings.WarningMessage], quiet: bool) -> None:
     said: set[str] = set()
     for note in caught:
-        if not issubclass(note.category, PosencWarning) or quiet or str(note.message) in said:
-            continue
-        if issubclass(note.category, PosencAdvice) and not advice:
+        if quiet or str(note.message) in said:
             continue
         said.add(str(note.message))
         click.echo(f"Note: {note.message}", err=True)
+
+
+@contextlib.contextmanager
+def no_warnings() -> Iterator[None]:
+    """No Python warning reaches the terminal from inside: a library's (numpy's overflow, matplotlib's missing
+    glyph, a deprecation), whatever ``PYTHONWARNINGS`` or ``-W`` ask for, ``error`` included (a library's warning
+    never becomes posenc's failure). posenc's own are turned on again, and printed, only by :func:`notes` and
+    :func:`advice`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def say(message: str) -> None:
