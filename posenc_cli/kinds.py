@@ -322,7 +322,7 @@ ROPE_PARAMS: tuple[Param, ...] = (
         default="half",
     ),
     Param("scaling", Choice(names.ROPE_SCALINGS), "HF rope_type.  [default: none, or the config's]"),
-    Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope)."),
+    Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope, proportional)."),
     Param("original_max_positions", INTEGER, "Pre-training context length."),
     Param("max_positions", INTEGER, "max_position_embeddings (dynamic, yarn, longrope)."),
     Param("low_freq_factor", NUMBER, "llama3.  [default: 1]"),

@@ -14,7 +14,10 @@ from ..errors import did_you_mean
 from ..kinds import OUTPUT, RUN
 from ..params import INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong
 
-__all__ = ["ClickChoice", "ParamOption", "click_type", "max_memory", "option", "options", "write_options"]
+__all__ = [
+    "ClickChoice", "ParamOption", "click_type", "format_lists", "listed", "max_memory", "option", "options",
+    "with_format_lists", "write_options",
+]  # fmt: skip
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -110,6 +113,31 @@ def write_options(*, required: bool = True) -> Decorator:
     table (a short option has one meaning on every command: ``tests/test_cli.py`` walks them)."""
     output, *switches = RUN
     return options([output, *OUTPUT, *switches], output={"required": required})
+
+
+def listed(words: Sequence[str], last: str = "or") -> str:
+    """``a, b or c`` (``last`` the word before the last one): a list as a help sentence spells it."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def format_lists() -> dict[str, str]:
+    """The lists of formats help texts name, from the registry (:data:`~posenc_cli.formats.FORMATS`): ``formats``,
+    the first suffix of every format; ``readable``, of those posenc reads back (:func:`posenc_cli.api.load`);
+    ``write_only``, of the others."""
+    from ..formats import FORMATS  # the registry, and numpy behind it: only for the help that names them
+
+    def suffixes(readable: bool | None, last: str = "or") -> str:
+        chosen = [f.suffixes[0] for f in FORMATS.values() if readable is None or (f.load is not None) == readable]
+        return listed(chosen, last)
+
+    return {"formats": suffixes(None), "readable": suffixes(True), "write_only": suffixes(False, "and")}
+
+
+def with_format_lists(command: click.Command) -> click.Command:
+    """``command`` with ``{formats}``, ``{readable}`` and ``{write_only}`` in its help replaced by
+    :func:`format_lists`: a help that names the formats names all of them, as the registry has them."""
+    command.help = (command.help or "").format(**format_lists())
+    return command
 
 
 def max_memory(f: Callable[..., Any]) -> Callable[..., Any]:
