@@ -385,7 +385,7 @@ RELATIVE_PARAMS: tuple[Param, ...] = (
         INTEGER,
         "Query positions (rows).",
         required=True,
-        short="-Q",  # -q in 0.1.0, which is --quiet on every other command: one meaning per short option
+        short="-Q",  # -q until 0.1.0; -q is --quiet, as on every command
         always_recorded=True,
         near=("-n", "--seq-len"),
     ),

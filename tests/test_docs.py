@@ -198,7 +198,7 @@ def test_the_manifests_example_names_every_table_command():
 
 
 def test_the_out_of_memory_advice_names_the_streaming_kinds():
-    """"ask for ... a streaming one (generate, rope)": the kinds whose tables are made as they are written."""
+    """The advice "ask for ... a streaming one (generate, rope)" names the kinds made as they are written."""
     from posenc_cli import _resources
     from posenc_cli.errors import PosencError
 
