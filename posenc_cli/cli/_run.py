@@ -1,13 +1,14 @@
 """How a ``posenc`` command ends: errors become one line and an exit code, here and nowhere else.
 
-- 0: success (silent unless ``-v``);
+- 0: success (silent unless ``-v``, but for posenc's notes: :func:`notes`, :func:`advice`);
 - 2: bad usage, an invalid parameter (click's usage errors and :class:`~posenc_cli.errors.SpecError`);
 - 1: any other failure (:class:`~posenc_cli.errors.PosencError`, an OS error, not enough memory or disk, an
   internal error);
 - 130: interrupted (SIGINT); 143: terminated (SIGTERM); 129: hung up (SIGHUP). The output keeps what it held.
 
 Every error is one line on stderr, ``Error: <what was wrong and what is allowed>``, never a traceback (set
-``POSENC_DEBUG=1`` to see one). stdout is left to machines.
+``POSENC_DEBUG=1`` to see one), and no Python warning is ever printed (:func:`no_warnings`). stdout is left to
+machines.
 """
 
 from __future__ import annotations
@@ -222,12 +223,13 @@ def advice(paths: Sequence[Path] | None, *, quiet: bool) -> Iterator[None]:
 
 
 def _say_notes(caught: Sequence[warnings.WarningMessage], quiet: bool) -> None:
+    """Each note once, as a ``Note:`` line on stderr; none when ``quiet``."""
     said: set[str] = set()
     for note in caught:
         if quiet or str(note.message) in said:
             continue
         said.add(str(note.message))
-        click.echo(f"Note: {note.message}", err=True)
+        click.echo(f"Note: {printable(str(note.message))}", err=True)  # a name in it cannot drive the terminal
 
 
 @contextlib.contextmanager
