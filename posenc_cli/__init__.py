@@ -1,4 +1,5 @@
-"""posenc: positional-encoding tables for Transformers, correctly rounded, exported to .npy, .h5, .csv and C.
+"""posenc: positional-encoding tables for Transformers, correctly rounded, written in every format of its registry
+(:data:`FORMATS`).
 
 The Python API (the CLI ``posenc`` is a thin layer over it)::
 

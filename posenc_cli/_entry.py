@@ -31,7 +31,14 @@ def main() -> None:
 
     The CLI turns ``KeyboardInterrupt`` into its one line once its command has started; one that lands in the few
     steps before that (between restoring the handler and the CLI's own ``try``) is answered here the same way.
+
+    No Python warning reaches the terminal, whatever ``PYTHONWARNINGS`` or ``-W`` say: not while the CLI is
+    imported, not at exit (an unclosed file's ``ResourceWarning``); inside a command the CLI prints posenc's own
+    notes and nothing else (:func:`posenc_cli.cli._run.no_warnings`).
     """
+    import warnings
+
+    warnings.simplefilter("ignore")  # for the life of this process, which is the command's
     from .cli import main as run
 
     try:

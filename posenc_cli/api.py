@@ -7,11 +7,13 @@
 >>> posenc_cli.load("pe.npy").array.shape                  # doctest: +SKIP
 (16, 8)
 
-The functions that make tables (:func:`generate`, :func:`rope`, :func:`alibi`, :func:`sincos2d`,
-:func:`convert`) live in :mod:`posenc_cli.make` and are re-exported here. This layer knows paths: it picks the
-format (explicitly or from the suffix), names the table, and writes every file atomically through
-:mod:`posenc_cli._atomic`. It never prints and never exits; errors are :class:`~posenc_cli.errors.PosencError`
-subclasses.
+The functions that make tables, one per kind of the registry (:data:`posenc_cli.kinds.KINDS`: :func:`generate`,
+:func:`rope`, :func:`alibi`, :func:`sincos2d`, :func:`relative`, :func:`window`), and :func:`convert` live in
+:mod:`posenc_cli.make` and are re-exported here (``tests/test_docs.py`` holds this list to the registry).
+
+This layer knows paths: it picks the format (explicitly or from the suffix), names the table, and writes every file
+atomically through :mod:`posenc_cli._atomic`. It never prints and never exits; errors are
+:class:`~posenc_cli.errors.PosencError` subclasses.
 """
 
 from __future__ import annotations
@@ -167,10 +169,12 @@ def save(
     table : Table or numpy.ndarray
         What to write; a bare array is wrapped with :meth:`Table.from_array`.
     path : str or os.PathLike
-        The output. Its suffix picks the format (``posenc_cli.formats.FORMATS``) unless ``format`` is given.
-        The ``c`` format also writes ``<stem>.h`` next to it.
+        The output. Its suffix picks the format (:data:`posenc_cli.formats.FORMATS`: each format's ``suffixes``)
+        unless ``format`` is given. A format with a ``companion`` also writes that file beside it (see above).
     format : str, optional
-        A key of ``FORMATS``: ``npy``, ``h5``, ``csv``, ``h``, ``c``.
+        The name of a format: a key of :data:`~posenc_cli.formats.FORMATS` or one of its ``aliases``
+        (:data:`~posenc_cli.formats.FORMAT_NAMES` holds them all; ``posenc generate --help`` lists them with their
+        suffixes).
     name : str, optional
         The C symbol and HDF5 dataset name; by default the file's stem made a C identifier.
     header : bool
@@ -181,8 +185,14 @@ def save(
         Write only this array of a table that holds several (``cos`` of a RoPE table); formats that hold one array
         (npy, csv) need it for such tables.
     **c_options
-        C outputs: ``lang``, ``namespace``, ``align``, ``progmem``, ``float_literal``, ``c_half_type``, as
-        :class:`~posenc_cli.formats.options.WriteOptions` documents them.
+        C outputs: the options of :data:`~posenc_cli.formats.C_OPTIONS` (the language, namespace, alignment, AVR
+        flash, literal style and half type), as :class:`~posenc_cli.formats.options.WriteOptions` documents them.
+
+    Warns
+    -----
+    posenc_cli.errors.PosencAdvice
+        A C or Rust table large enough to compile slowly (over 1 MiB of C initializer, 2^18 Rust values), with what
+        to write instead; attributed to the caller's line.
 
     Examples
     --------

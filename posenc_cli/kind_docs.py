@@ -66,14 +66,14 @@ T5Attention._relative_position_bucket of k - q (bidirectional, or --causal for t
 build_relative_position, q - k, log-bucketed with --buckets and --max-distance (values past max_distance keep
 growing, as HF's); shaw is tensor2tensor's clip(k - q, -max_distance, max_distance) + max_distance. Every bucket
 is exact. --bias FILE gathers a learned table (T5's relative_attention_bias.weight) into bias[h, i, j], HF's
-compute_bias without the batch axis. -q is the query length here: --quiet has no short form on this command.
+compute_bias without the batch axis.
 
 \b
 Examples:
-  posenc relative --scheme t5 -q 512 -o t5_buckets.h
-  posenc relative --scheme t5 -q 1 --offset 99 --causal -o step100.npy     # one decoder step, 99 cached
-  posenc relative --scheme deberta -q 512 --buckets 256 --max-distance 512 -o deberta.npy
-  posenc relative --scheme t5 -q 128 --bias model.safetensors \\
+  posenc relative --scheme t5 -Q 512 -o t5_buckets.h
+  posenc relative --scheme t5 -Q 1 --offset 99 --causal -o step100.npy     # one decoder step, 99 cached
+  posenc relative --scheme deberta -Q 512 --buckets 256 --max-distance 512 -o deberta.npy
+  posenc relative --scheme t5 -Q 128 --bias model.safetensors \\
       --key encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight -o t5_bias.npz
 """
 

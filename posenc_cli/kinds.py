@@ -322,7 +322,7 @@ ROPE_PARAMS: tuple[Param, ...] = (
         default="half",
     ),
     Param("scaling", Choice(names.ROPE_SCALINGS), "HF rope_type.  [default: none, or the config's]"),
-    Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope)."),
+    Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope, proportional)."),
     Param("original_max_positions", INTEGER, "Pre-training context length."),
     Param("max_positions", INTEGER, "max_position_embeddings (dynamic, yarn, longrope)."),
     Param("low_freq_factor", NUMBER, "llama3.  [default: 1]"),
@@ -363,7 +363,7 @@ ALIBI_PARAMS: tuple[Param, ...] = (
 )
 
 SINCOS2D_PARAMS: tuple[Param, ...] = (
-    Param("grid", GRID, "Patches per side: H (square) or HxW.", required=True, short="-g"),
+    Param("grid", GRID, "Patches per side: H (square) or HxW.", required=True, short="-g", near=("-n", "--seq-len")),
     Param("d_model", INTEGER, "Embedding width, a multiple of 4.", required=True, short="-d", always_recorded=True),
     Param("cls_token", BOOLEAN, "Prepend MAE's all-zero class-token row.", default=False),
     Param("base", NUMBER, "Wavelength base, a finite number > 1.", default=10000.0, always_recorded=True),
@@ -380,7 +380,15 @@ BIAS_PARAMS: tuple[Param, ...] = (
 
 RELATIVE_PARAMS: tuple[Param, ...] = (
     Param("scheme", Choice(names.RELATIVE_SCHEMES), "Whose relative positions.", required=True),
-    Param("query_length", INTEGER, "Query positions (rows).", required=True, short="-q", always_recorded=True),
+    Param(
+        "query_length",
+        INTEGER,
+        "Query positions (rows).",
+        required=True,
+        short="-Q",  # -q until 0.1.0; -q is --quiet, as on every command
+        always_recorded=True,
+        near=("-n", "--seq-len"),
+    ),
     Param("key_length", INTEGER, "Key positions (columns).  [default: offset + query length]", short="-k"),
     Param("buckets", INTEGER, "t5, deberta: number of buckets.  [default: 32 for t5]"),
     Param(

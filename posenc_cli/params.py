@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .dtypes import DTYPES, FIXED_BITS, FIXED_SPELLING, is_element_type
+from .errors import did_you_mean
 
 __all__ = [
     "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param", "ValueType",
@@ -199,7 +200,8 @@ class Choice(ValueType):
 
     def from_toml(self, value: object) -> str:
         if not isinstance(value, str) or value not in self.choices:
-            raise Wrong(self.expected)
+            hint = did_you_mean(value, self.choices, quote=json.dumps) if isinstance(value, str) else ""
+            raise Wrong(f"{self.expected} ({hint})" if hint else self.expected)
         return value
 
 
@@ -208,7 +210,8 @@ class _ElementName(ValueType):
 
     def from_toml(self, value: object) -> str:
         if not is_element_type(value):
-            raise Wrong(self.expected)
+            hint = did_you_mean(value, DTYPES, quote=json.dumps) if isinstance(value, str) else ""
+            raise Wrong(f"{self.expected} ({hint})" if hint else self.expected)
         return str(value)
 
 

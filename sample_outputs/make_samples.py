@@ -34,7 +34,7 @@ SAMPLES = [
     ["alibi", "-H", "12", "-n", "8", "-o", "alibi.npz"],
     ["generate", "-n", "16", "-d", "8", "--lang", "c++", "--namespace", "posenc", "--align", "16", "-o", "pe.hpp",
      "--format", "h"],
-    ["relative", "--scheme", "t5", "-q", "16", "-o", "t5_buckets.h"],
+    ["relative", "--scheme", "t5", "-Q", "16", "-o", "t5_buckets.h"],
     ["rope", "--config", str(CONFIGS / "llama-3.1-8b"), "-n", "16", "-o", "rope_llama31_from_config.npz"],
     ["window", "--scheme", "swin", "-w", "7", "-o", "swin_index.h"],
     ["rope", "-n", "16", "--head-dim", "8", "-o", "rope.rs"],

@@ -9,6 +9,7 @@ against mpmath in test_dtypes.py; here the C side is checked against the .npy).
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -355,13 +356,34 @@ def test_bin_format_on_cortex_m4_and_avr_flash(tmp_path):
 
 def test_big_initializer_gets_a_note_pointing_to_bin(tmp_path):
     big = ["generate", "-n", "1024", "-d", "300", "-o", str(tmp_path / "pe.h")]
-    assert CliRunner().invoke(cli, big).stderr == ""  # silent on success: the advice is for -v (issue #13)
-    result = CliRunner().invoke(cli, [*big, "-v"])
+    result = CliRunner().invoke(cli, big)  # said without -v, when the file is written (issue #25)
     assert result.exit_code == 0 and result.stdout == ""
-    assert result.stderr.startswith("Note: the table holds 1.2 MiB") and "--format bin" in result.stderr
+    assert result.stderr.startswith("Note: pe.h holds 1.2 MiB") and "--format bin" in result.stderr
+    assert CliRunner().invoke(cli, big).stderr == ""  # the same file again: left as it was, said once
+    (tmp_path / "pe.h").unlink()
     assert "Note" not in CliRunner().invoke(cli, [*big, "-v", "--quiet"]).stderr
     small = CliRunner().invoke(cli, ["generate", "-n", "16", "-d", "8", "-o", str(tmp_path / "small.h")])
     assert small.stderr == ""
+
+
+def test_the_api_advises_from_the_callers_line(tmp_path):
+    """The advice is a warning whose file and line are the caller's (this file), not a line inside posenc: what
+    ``warnings``' filters by module and its printed ``file:line`` go by."""
+    import warnings
+
+    from posenc_cli import generate, save
+    from posenc_cli.errors import PosencAdvice
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save(generate(1024, 300), tmp_path / "pe.c")
+        line = sys._getframe().f_lineno - 1
+    advice = [w for w in caught if issubclass(w.category, PosencAdvice)]
+    assert len(advice) == 1 and str(advice[0].message).startswith("pe.c holds 1.2 MiB of data")
+    assert (advice[0].filename, advice[0].lineno) == (__file__, line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a table under 1 MiB: no advice at all
+        save(generate(16, 8), tmp_path / "small.h")
 
 
 def test_parameters_cannot_close_the_provenance_comment(tmp_path):

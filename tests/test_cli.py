@@ -339,6 +339,46 @@ def test_plot_writes_a_png_an_image_library_opens(tmp_path):
         assert image.size == (800, 600)
 
 
+#: A title matplotlib's default font has no glyph for: drawing it, matplotlib warns (UserWarning "Glyph ... missing").
+NO_GLYPH = "\U0001f984 table"
+
+
+def test_matplotlib_does_warn_about_a_missing_glyph(tmp_path):
+    """What the next two tests rely on: the library itself warns, so a clean stderr there is the CLI's doing."""
+    pytest.importorskip("matplotlib")
+    code = (f"import posenc_cli, posenc_cli.plot as p; p.heatmap_png(posenc_cli.generate(8, 8), {str(tmp_path)!r} "
+            f"+ '/p.png', title={NO_GLYPH!r}, dpi=20)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and "Glyph" in done.stderr and "UserWarning" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("setting", ["always", "error", "default"])
+def test_no_python_warning_reaches_the_terminal(tmp_path, setting):
+    """``PYTHONWARNINGS=always`` (or ``error``, which would make matplotlib's warning a failure) and a title
+    matplotlib warns about: the command succeeds and stderr is empty (issue #25)."""
+    pytest.importorskip("matplotlib")
+    env = {**os.environ, "PYTHONWARNINGS": setting}
+    argv = [sys.executable, "-m", "posenc_cli", "plot", "-n", "8", "-d", "8", "--title", NO_GLYPH, "-o", "pe.png"]
+    done = subprocess.run([*argv, "--dpi", "20"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "")
+    assert (tmp_path / "pe.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_no_python_warning_reaches_the_terminal_in_process(tmp_path):
+    """The same through ``cli.main`` (CliRunner, no console script), with every warning turned on around it: none
+    leaves the group (to be shown or recorded), and posenc's own notes still come through as notes."""
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        result = run("plot", "-n", "8", "-d", "8", "--title", NO_GLYPH, "-o", str(tmp_path / "pe.png"), "--dpi", "20")
+        assert (result.exit_code, result.stderr) == (0, "")
+        big = run("generate", "-n", "1024", "-d", "300", "-o", str(tmp_path / "pe.h"))
+        assert big.exit_code == 0 and big.stderr.startswith("Note: pe.h holds") and len(big.stderr.splitlines()) == 1
+    assert [str(w.message) for w in escaped] == []
+
+
 def test_plot_errors_are_one_line(tmp_path, monkeypatch):
     out = str(tmp_path / "pe.png")
     assert_one_line_error(run("plot", "-o", out), 2, "FILE")

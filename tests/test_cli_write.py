@@ -1,6 +1,7 @@
 """The write path of every table command (``posenc_cli/cli/write.py``) and of ``posenc build``: files posenc did
-not write are never replaced, binary output never goes to a terminal, posenc is silent on success unless ``-v``,
-and ``-v`` and the progress bar say what really happened (issue #13).
+not write are never replaced, binary output never goes to a terminal, posenc is silent on success unless ``-v``
+(but for the advice about a C table that compiles slowly, said once when it is written), and ``-v`` and the
+progress bar say what really happened (issue #13).
 
 Where a terminal matters the command runs in a real process with a real pty (``pty.openpty``), not CliRunner.
 """
@@ -171,19 +172,51 @@ def test_text_output_to_a_terminal_and_binary_to_a_pipe_are_fine(tmp_path):
 BIG = ["generate", "-n", "1024", "-d", "384", "-o", "big.h"]  # 1.5 MiB of float32: past the 1 MiB note
 
 
-def test_the_large_initializer_advice_is_shown_only_with_v_and_never_under_check(tmp_path):
+def notes_of(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("Note:")]
+
+
+def named(lines: list[str]) -> list[str]:
+    """``Note: big.h`` for each advice line ``Note: big.h holds ...``."""
+    return [line.split(" holds ")[0] for line in lines]
+
+
+def test_the_large_initializer_advice_is_said_once_when_the_file_is_written(tmp_path):
+    """Said where users see it (stderr, without -v), once, when the file is created or changed; not for a rewrite
+    that left the file as it was, not with -q, not under --check (issue #25)."""
     first = run(*BIG, cwd=tmp_path)
-    assert first.exit_code == 0 and first.stderr == ""  # silent on success
-    verbose = run(*BIG, "-v", cwd=tmp_path)
-    notes = [line for line in verbose.stderr.splitlines() if line.startswith("Note:")]
-    assert len(notes) == 1 and "--format bin" in notes[0]
-    assert run(*BIG, "--check", cwd=tmp_path).stderr == ""
-    assert run(*BIG, "--check", "-v", cwd=tmp_path).stderr == ""
+    assert first.exit_code == 0 and first.stdout == ""
+    assert len(first.stderr.splitlines()) == 1 and first.stderr.startswith("Note: big.h holds 1.5 MiB of data")
+    assert "--format bin" in first.stderr
+    assert run(*BIG, cwd=tmp_path).stderr == ""  # unchanged: left as it was, nothing to say again
+    assert run(*BIG, "-v", cwd=tmp_path).stderr.startswith("unchanged: ")
+    changed = [*BIG[:2], "1025", *BIG[3:]]
+    assert run(*changed, "--check", cwd=tmp_path).stderr == "would rewrite big.h\n"  # checked, not written
+    assert run(*changed, "--check", "-v", cwd=tmp_path).stderr == "would rewrite big.h\n"
+    assert run(*changed, "-q", cwd=tmp_path).stderr == ""
+    verbose = run(*BIG, "-v", cwd=tmp_path)  # changed back: said once, before what was written
+    assert len(notes_of(verbose)) == 1 and verbose.stderr.splitlines()[1].startswith("wrote ")
+    pair = run(*BIG[:-1], "big.c", cwd=tmp_path)  # a .c and its .h: one note, about the .c that holds the data
+    assert named(pair.stderr.splitlines()) == ["Note: big.c"]
+    piped = subprocess.run([sys.executable, "-m", "posenc_cli", *BIG[:-1], "-", "-f", "h"], cwd=tmp_path,
+                           capture_output=True, text=True)  # fmt: skip
+    assert piped.returncode == 0 and piped.stderr.startswith("Note: the table holds 1.5 MiB")
+
+
+def test_the_large_initializer_advice_of_a_build_is_said_for_each_entry_written(tmp_path):
     manifest = tmp_path / "posenc.toml"
-    manifest.write_text('[[table]]\ncommand = "generate"\noutput = "big.h"\nseq_len = 1024\nd_model = 384\n')
-    assert run("build", str(manifest), "--check").stderr == ""
+    entry = '[[table]]\ncommand = "generate"\noutput = "{}"\nseq_len = {}\nd_model = 384\n'
+    manifest.write_text(entry.format("big.h", 1024) + entry.format("small.h", 4) + entry.format("big2.h", 1024))
+    assert run("build", str(manifest), "--check").stderr.count("would create") == 3  # and no note
+    assert run("build", str(manifest), "--list-outputs").stderr == ""
+    first = run("build", str(manifest))
+    assert first.exit_code == 0 and named(first.stderr.splitlines()) == ["Note: big.h", "Note: big2.h"]
     assert run("build", str(manifest)).stderr == ""
-    assert "Note:" in run("build", str(manifest), "-v").stderr
+    assert notes_of(run("build", str(manifest), "-v")) == []
+    manifest.write_text(entry.format("big.h", 1024) + entry.format("small.h", 4) + entry.format("big2.h", 1025))
+    assert run("build", str(manifest), "-q").stderr == ""
+    manifest.write_text(entry.format("big.h", 1024) + entry.format("small.h", 4) + entry.format("big2.h", 1024))
+    assert named(notes_of(run("build", str(manifest)))) == ["Note: big2.h"]
 
 
 def test_v_says_unchanged_for_a_file_it_left_untouched(tmp_path):

@@ -618,7 +618,7 @@ TABLES = [
     ("rope", "-n 6 --head-dim 4 --theta 500000", "rp", "c"),
     ("alibi", "--heads 4 -n 6", "al", "h"),
     ("sincos2d", "-g 3x2 -d 8 --cls-token", "sc", "h"),
-    ("relative", "--scheme t5 -q 5 --causal", "rl", "c"),
+    ("relative", "--scheme t5 -Q 5 --causal", "rl", "c"),
     ("window", "--scheme swin -w 3", "wn", "h"),
 ]
 T5_KEY = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
@@ -669,7 +669,7 @@ def _expected_dumps(tmp_path: Path, checkpoint: Path, manifest_query: int) -> di
     """What each symbol must hold: the arrays of the .npz the same posenc command writes (this checkout's CLI)."""
     want: dict[str, str] = {}
     runs = [(c, a, n) for c, a, n, _ in TABLES]
-    runs.append(("relative", f"--scheme t5 -q {manifest_query} --bias {checkpoint} --key {T5_KEY}", "t5"))
+    runs.append(("relative", f"--scheme t5 -Q {manifest_query} --bias {checkpoint} --key {T5_KEY}", "t5"))
     runs.append(("generate", "-n 8 -d 4", "pe"))
     for command, args, name in runs:
         npz = tmp_path / f"want-{name}.npz"

@@ -31,7 +31,7 @@ C23 = ["-std=c23", *WARNINGS, "-Wundef"]
 KINDS = [
     ("generate", ["generate", "-n", "9", "-d", "6"], "pe"),
     ("rope-cos-sin-inv-freq", ["rope", "-n", "7", "--head-dim", "8"], "rope"),
-    ("relative-int16", ["relative", "--scheme", "t5", "-q", "6", "--dtype", "int16"], "t5"),
+    ("relative-int16", ["relative", "--scheme", "t5", "-Q", "6", "--dtype", "int16"], "t5"),
     ("alibi-slopes-bias", ["alibi", "-H", "4", "-n", "5"], "alibi"),
     ("window-index-coords", ["window", "--scheme", "swinv2", "-w", "3"], "win"),
     ("sincos2d-aligned-64", ["sincos2d", "-g", "3", "-d", "8", "--align", "64"], "grid"),
@@ -53,7 +53,7 @@ ELEMENT_TYPES = [
         for half in ("_Float16", "__fp16")
     ],
     *[
-        (f"index-{d}", ["relative", "--scheme", "shaw", "-q", "5", "--max-distance", "3", "--dtype", d])
+        (f"index-{d}", ["relative", "--scheme", "shaw", "-Q", "5", "--max-distance", "3", "--dtype", d])
         for d in ("int8", "int16", "int32", "int64")
     ],
 ]

@@ -48,9 +48,9 @@ def gathered(index: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return out
 
 
-def test_relative_writes_the_index_and_q_is_the_query_length(tmp_path):
+def test_relative_writes_the_index_and_capital_q_is_the_query_length(tmp_path):
     out = tmp_path / "t5.npy"
-    result = run("relative", "--scheme", "t5", "-q", 6, "-k", 9, "--quiet", "-o", out)
+    result = run("relative", "--scheme", "t5", "-Q", 6, "-k", 9, "--quiet", "-o", out)
     assert result.exit_code == 0, result.output
     assert (np.load(out) == api.relative("t5", 6, 9).arrays["index"]).all()
     assert np.load(out).dtype == np.int8
@@ -59,7 +59,7 @@ def test_relative_writes_the_index_and_q_is_the_query_length(tmp_path):
 def test_the_bias_is_gathered_from_the_key_named(tmp_path, checkpoint):
     path, tensors = checkpoint
     out = tmp_path / "bias.npz"
-    assert run("relative", "--scheme", "t5", "-q", 5, "--causal", "--bias", path, "--key",
+    assert run("relative", "--scheme", "t5", "-Q", 5, "--causal", "--bias", path, "--key",
                T5_KEY.replace("encoder", "decoder"), "-o", out).exit_code == 0  # fmt: skip
     with np.load(out) as z:
         index, bias = z["index"], z["bias"]
@@ -70,9 +70,9 @@ def test_the_bias_is_gathered_from_the_key_named(tmp_path, checkpoint):
 
 def test_a_file_of_several_arrays_needs_a_key_and_the_message_suggests_one(tmp_path, checkpoint):
     path, _ = checkpoint
-    line = one_line(run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "-o", tmp_path / "b.npz"), 2, "--key")
+    line = one_line(run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "-o", tmp_path / "b.npz"), 2, "--key")
     assert T5_KEY in line and "shared.weight" not in line
-    line = one_line(run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "--key", "nope", "-o",
+    line = one_line(run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "--key", "nope", "-o",
                         tmp_path / "b.npz"), 2, "'nope'")  # fmt: skip
     assert not (tmp_path / "b.npz").exists()
 
@@ -91,14 +91,14 @@ def test_a_wrong_bias_table_is_refused_in_one_line(tmp_path, weights, fragment):
     path = tmp_path / "w.safetensors"
     save_file({"w": weights}, str(path))
     out = tmp_path / "b.h"
-    one_line(run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "-o", out), 2, fragment)
+    one_line(run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "-o", out), 2, fragment)
     assert not out.exists()
 
 
 def test_key_names_from_a_hostile_file_are_shown_escaped(tmp_path):
     path = tmp_path / "w.safetensors"
     save_file({"\x1b[31mred": np.zeros((32, 1), np.float32), "b": np.zeros((1,), np.float32)}, str(path))
-    result = run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "-o", tmp_path / "b.h")
+    result = run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "-o", tmp_path / "b.h")
     assert result.exit_code == 2 and "\x1b" not in result.output
 
 
@@ -109,7 +109,7 @@ def test_a_hostile_key_never_reaches_c_unescaped(tmp_path):
     key = "w */ int evil = 1; /*\n#error boom"
     save_file({key: np.ones((32, 2), np.float32)}, str(path))
     header = tmp_path / "b.h"
-    assert run("relative", "--scheme", "t5", "-q", 3, "--bias", path, "-o", header).exit_code == 0
+    assert run("relative", "--scheme", "t5", "-Q", 3, "--bias", path, "-o", header).exit_code == 0
     main = tmp_path / "main.c"
     main.write_text('#include "b.h"\nint main(void) { return (int)b_index[0][0]; }\n')
     ok = subprocess.run([gcc, "-std=c99", "-Wall", "-Werror", "-c", str(main), "-o", str(tmp_path / "m.o")],
@@ -125,7 +125,7 @@ def test_a_hostile_key_never_reaches_c_unescaped(tmp_path):
 def test_not_a_regular_file_is_refused(tmp_path):
     fifo = tmp_path / "w.safetensors"
     os.mkfifo(fifo)
-    one_line(run("relative", "--scheme", "t5", "-q", 4, "--bias", fifo, "-o", tmp_path / "b.h"), 1, "regular file")
+    one_line(run("relative", "--scheme", "t5", "-Q", 4, "--bias", fifo, "-o", tmp_path / "b.h"), 1, "regular file")
 
 
 def test_window_with_a_bias_table(tmp_path):
@@ -152,7 +152,7 @@ def test_a_manifest_reads_the_bias_beside_it_lists_it_in_the_depfile_and_stays_i
     single = tmp_path / "single"
     single.mkdir()
     os.chdir(tmp_path)
-    assert run("relative", "--scheme", "t5", "-q", 6, "--bias", "model.safetensors", "--key", T5_KEY,
+    assert run("relative", "--scheme", "t5", "-Q", 6, "--bias", "model.safetensors", "--key", T5_KEY,
                "-o", single / "t5.h").exit_code == 0  # fmt: skip
     assert (single / "t5.h").read_bytes() == (tmp_path / "t5.h").read_bytes()
     inner = tmp_path / "inner"
@@ -181,10 +181,10 @@ def test_a_model_file_of_hundreds_of_tensors_gives_its_one_table(tmp_path):
     one = load(path, part=T5_KEY, max_memory=1 << 20)
     assert list(one.arrays) == [T5_KEY] and (one.arrays[T5_KEY] == tensors[T5_KEY]).all()
     out = tmp_path / "bias.npz"
-    assert run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "--key", T5_KEY, "-o", out).exit_code == 0
+    assert run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "--key", T5_KEY, "-o", out).exit_code == 0
     with np.load(out) as z:
         assert (z["bias"] == gathered(z["index"], tensors[T5_KEY])).all()
-    line = one_line(run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "-o", tmp_path / "b.npz"), 2, "302")
+    line = one_line(run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "-o", tmp_path / "b.npz"), 2, "302")
     assert T5_KEY in line and "lm_head" not in line
 
 
@@ -196,6 +196,6 @@ def test_a_header_listing_too_many_tensors_is_refused(tmp_path):
     header += b" " * (-len(header) % 8)
     path = tmp_path / "many.safetensors"
     path.write_bytes(len(header).to_bytes(8, "little") + header)
-    line = one_line(run("relative", "--scheme", "t5", "-q", 4, "--bias", path, "--key", "t0", "-o", tmp_path / "b.h"),
+    line = one_line(run("relative", "--scheme", "t5", "-Q", 4, "--bias", path, "--key", "t0", "-o", tmp_path / "b.h"),
                     1, "more than")  # fmt: skip
     assert str(MAX_LISTED) in line

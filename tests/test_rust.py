@@ -414,7 +414,8 @@ def test_a_large_table_is_advised_against(tmp_path, monkeypatch):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         posenc_cli.save(posenc_cli.generate(4, 4), tmp_path / "pe.rs")
-    assert any(issubclass(w.category, PosencAdvice) and "include_bytes!" in str(w.message) for w in caught)
+    advice = [w for w in caught if issubclass(w.category, PosencAdvice) and "include_bytes!" in str(w.message)]
+    assert len(advice) == 1 and advice[0].filename == __file__  # from the caller's line, not posenc's
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         posenc_cli.save(posenc_cli.generate(2, 4), tmp_path / "small.rs")  # 8 values: no advice

@@ -5,7 +5,8 @@ This package is the only one that uses click and rich, and the only place errors
 
 - :mod:`~posenc_cli.cli.options`: click options made from the registry (:mod:`posenc_cli.kinds`);
 - :mod:`~posenc_cli.cli.write`: the write path every table command shares;
-- :mod:`~posenc_cli.cli.tables`: generate, rope, alibi, sincos2d (one per kind) and presets;
+- :mod:`~posenc_cli.cli.tables`: one table command per kind of the registry (:data:`posenc_cli.kinds.KINDS`), and
+  presets;
 - :mod:`~posenc_cli.cli.files`: convert, inspect, verify;
 - :mod:`~posenc_cli.cli.identify`: identify;
 - :mod:`~posenc_cli.cli.view`: plot, show;
@@ -79,6 +80,19 @@ class _Commands(MutableMapping[str, click.Command]):
         return len({*COMMAND_MODULES, *self._loaded})
 
 
+class _Posenc(PosencGroup):
+    """The ``posenc`` group: its description names every format of the registry."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The description, its ``{formats}`` filled from the registry the first time the help is shown: not on
+        import, which would load the registry (and numpy) for ``posenc --version`` and ``--cmake-dir`` too."""
+        if "{formats}" in (self.help or ""):
+            from .options import with_format_lists
+
+            with_format_lists(self)
+        super().format_help_text(ctx, formatter)
+
+
 def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """``--cmake-dir``: the folder on stdout, nothing else; exit 0 (1 if the install lacks its CMake files)."""
     if not value or ctx.resilient_parsing:
@@ -93,7 +107,7 @@ def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) ->
 
 
 @click.group(
-    cls=PosencGroup,
+    cls=_Posenc,
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=True,
     no_args_is_help=False,
@@ -109,7 +123,7 @@ def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) ->
 )
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """Positional-encoding tables for Transformers: correctly rounded, written as .npy, .h5, .csv or C.
+    """Positional-encoding tables for Transformers, every value correctly rounded, written as {formats}.
 
     \b
     Example:

@@ -1,33 +1,54 @@
 """How a ``posenc`` command ends: errors become one line and an exit code, here and nowhere else.
 
-- 0: success (silent unless ``-v``);
+- 0: success (silent unless ``-v``, but for posenc's notes: :func:`notes`, :func:`advice`);
 - 2: bad usage, an invalid parameter (click's usage errors and :class:`~posenc_cli.errors.SpecError`);
 - 1: any other failure (:class:`~posenc_cli.errors.PosencError`, an OS error, not enough memory or disk, an
   internal error);
 - 130: interrupted (SIGINT); 143: terminated (SIGTERM); 129: hung up (SIGHUP). The output keeps what it held.
 
 Every error is one line on stderr, ``Error: <what was wrong and what is allowed>``, never a traceback (set
-``POSENC_DEBUG=1`` to see one). stdout is left to machines.
+``POSENC_DEBUG=1`` to see one), and no Python warning is ever printed (:func:`no_warnings`). stdout is left to
+machines.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+from .. import _atomic
 from .._printable import printable
 from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, SpecError
 
-__all__ = ["ClosedStream", "PosencGroup", "fail", "mapped_errors", "notes", "say"]
+__all__ = [
+    "FORMER_SHORTS",
+    "ClosedStream",
+    "PosencGroup",
+    "advice",
+    "fail",
+    "mapped_errors",
+    "no_warnings",
+    "notes",
+    "say",
+]
 
 #: Names some checks raise a SpecError under, and the option that the user typed for it.
 _PARAM_ALIASES = {"no_padding": "padding_idx"}
+
+#: Short options that another option of the same command had in the last release, each with the name of that
+#: option: a command line written for the old meaning is refused with one line that gives the new spelling
+#: (:func:`_former_short`), never read in the new meaning. ``posenc relative -q`` was the query length until
+#: 0.1.0 and is ``--quiet`` now, as on every other command; the query length is ``-Q``. Drop an entry one release
+#: after its change.
+FORMER_SHORTS: dict[tuple[str, str], str] = {("relative", "-q"): "query_length"}
 
 
 class PosencGroup(click.Group):
@@ -43,12 +64,17 @@ class PosencGroup(click.Group):
             sys.stdout = ClosedStream()
 
         try:
-            with terminating_cleanly():
+            with terminating_cleanly(), no_warnings():
                 return super().main(args, prog_name or "posenc", standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
-        except click.NoSuchOption as exc:
-            fail(exc.format_message().rstrip(".") + _nearest(exc), exc.exit_code)
+        except click.UsageError as exc:
+            former = _former_short(exc, list(args) if args is not None else sys.argv[1:])
+            if former:
+                fail(former, exc.exit_code)
+            if isinstance(exc, click.NoSuchOption):
+                fail(exc.format_message().rstrip(".") + _nearest(exc), exc.exit_code)
+            fail(exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except (click.Abort, KeyboardInterrupt):
@@ -72,14 +98,53 @@ class PosencGroup(click.Group):
 
 
 def _nearest(exc: click.NoSuchOption) -> str:
-    """For an option typed as another command spells it (``posenc rope -d``): the option meant here."""
+    """For an option typed as another command spells it (``posenc rope -d``, ``posenc sincos2d -n``): the option
+    meant here, ``; posenc rope takes --head-dim (dimension per head (even))``."""
     command = exc.ctx.command if exc.ctx is not None else None
     for param in getattr(command, "params", ()):
-        if exc.option_name in getattr(param, "near", ()):
-            flag = next(o for o in param.opts if o.startswith("--"))
-            name = command.name if command is not None else "this command"
-            return f"; posenc {name} takes {flag} ({param.help.rstrip('.').lower()})"
+        if command is not None and exc.option_name in getattr(param, "near", ()):
+            return f"; posenc {command.name} takes {_spelled(param)} ({_what(param)})"
     return ""
+
+
+def _former_short(exc: click.UsageError, argv: Sequence[str]) -> str:
+    """The one line for a command line that uses a short option in its meaning of the last release
+    (:data:`FORMER_SHORTS`: ``posenc relative -q 8``, which now reads as ``--quiet`` and a stray ``8``), or ``""``.
+
+    Only a short option followed by a value is its old use (the new ones are flags): ``-q 8`` or ``-q8``, before
+    any ``--``."""
+    command = exc.ctx.command if exc.ctx is not None else None
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    for (name, short), former in FORMER_SHORTS.items():
+        if command is None or command.name != name:
+            continue
+        values = [
+            words[i + 1] if word == short else word[len(short) :]
+            for i, word in enumerate(words)
+            if (word == short and i + 1 < len(words) and not words[i + 1].startswith("-"))
+            or (word.startswith(short) and word[len(short) :][:1].isdigit())
+        ]
+        now = next((p for p in command.params if short in getattr(p, "opts", ())), None)
+        was = next((p for p in command.params if p.name == former), None)
+        if values and now is not None and was is not None:
+            long_now = next(o for o in now.opts if o.startswith("--"))
+            return (
+                f"{short} is {long_now} now, as on every posenc command; the {former.replace('_', ' ')} is "
+                f"{_spelled(was)}: posenc {name} {was.opts[0]} {shlex.quote(values[0])}"
+            )
+    return ""
+
+
+def _spelled(param: click.Parameter) -> str:
+    """An option's flags as its help shows them: ``-Q/--query-length``."""
+    return "/".join(getattr(param, "opts", ()))
+
+
+def _what(param: click.Parameter) -> str:
+    """An option's help without its bracketed notes and final period, first letter lower-cased unless it starts an
+    acronym: ``dimension per head (even)``."""
+    text = str(getattr(param, "help", "") or "").split("  [")[0].strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 class ClosedStream:
@@ -125,22 +190,57 @@ def mapped_errors(ctx: click.Context) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def notes(*, quiet: bool, advice: bool = False) -> Iterator[None]:
-    """posenc's notes (:class:`~posenc_cli.errors.PosencWarning`) raised inside, printed after it as ``Note: ...``
-    lines on stderr unless ``quiet``; its advice (:class:`~posenc_cli.errors.PosencAdvice`, a C table that will
-    compile slowly) only with ``advice`` (``-v``, never ``--check``): posenc is silent on success. A library's own
-    warnings (deprecations) are not posenc's to print. Each note is printed once."""
+def notes(*, quiet: bool) -> Iterator[None]:
+    """posenc's notes (:class:`~posenc_cli.errors.PosencWarning`: a renamed manifest key) raised inside, printed
+    after it as ``Note: ...`` lines on stderr, each once, unless ``quiet``. Advice
+    (:class:`~posenc_cli.errors.PosencAdvice`) is :func:`advice`'s to print, when the output it is about was
+    written: here it is dropped. Every other warning was never posenc's to print (:func:`no_warnings`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PosencWarning)
         yield
+    said = [note for note in caught if issubclass(note.category, PosencWarning)]
+    _say_notes([note for note in said if not issubclass(note.category, PosencAdvice)], quiet)
+
+
+@contextlib.contextmanager
+def advice(paths: Sequence[Path] | None, *, quiet: bool) -> Iterator[None]:
+    """posenc's advice (:class:`~posenc_cli.errors.PosencAdvice`: a C table that will compile slowly, and what to
+    write instead) raised inside, printed after it as ``Note: ...`` lines on stderr, each once, only when the block
+    created or changed one of the output files ``paths`` (``None``: the output is stdout, always written) and not
+    ``quiet``. So it is said once, where users see it, when the file is made: not for a rewrite that left the file
+    as it was, not under ``--check`` (which writes nothing). Other warnings raised inside go on to the enclosing
+    :func:`notes`."""
+    before = [_atomic.identity(path) for path in paths or ()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PosencAdvice)
+        yield
+    written = paths is None or any(_atomic.identity(p) != old for p, old in zip(paths, before, strict=True))
+    for note in caught:
+        if not issubclass(note.category, PosencAdvice):
+            warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
+    if written:
+        _say_notes([n for n in caught if issubclass(n.category, PosencAdvice)], quiet)
+
+
+def _say_notes(caught: Sequence[warnings.WarningMessage], quiet: bool) -> None:
+    """Each note once, as a ``Note:`` line on stderr; none when ``quiet``."""
     said: set[str] = set()
     for note in caught:
-        if not issubclass(note.category, PosencWarning) or quiet or str(note.message) in said:
-            continue
-        if issubclass(note.category, PosencAdvice) and not advice:
+        if quiet or str(note.message) in said:
             continue
         said.add(str(note.message))
-        click.echo(f"Note: {note.message}", err=True)
+        click.echo(f"Note: {printable(str(note.message))}", err=True)  # a name in it cannot drive the terminal
+
+
+@contextlib.contextmanager
+def no_warnings() -> Iterator[None]:
+    """No Python warning reaches the terminal from inside: a library's (numpy's overflow, matplotlib's missing
+    glyph, a deprecation), whatever ``PYTHONWARNINGS`` or ``-W`` ask for, ``error`` included (a library's warning
+    never becomes posenc's failure). posenc's own are turned on again, and printed, only by :func:`notes` and
+    :func:`advice`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def say(message: str) -> None:

@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import click
@@ -26,7 +25,7 @@ from .. import build as building
 from ..errors import SpecError
 from ..kinds import RUN
 from ..table import Table
-from ._run import mapped_errors, notes, say
+from ._run import advice, mapped_errors, notes, say
 from .options import option
 from .write import progress, shapes_text
 
@@ -122,7 +121,7 @@ def build_command(
         )
         if clash is not None:
             raise click.UsageError(f"--list-outputs writes nothing and prints paths: it does not take {clash}", ctx)
-    with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet=quiet, advice=verbose and not check):
+    with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet=quiet):
         plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside, make_dirs=make_dirs)
         if list_outputs:
             # The files a --check run reports are exactly those a build writes (a .npy's sidecar only when its
@@ -140,9 +139,13 @@ def build_command(
             _atomic.check_writable(Path(depfile))
             building.depfile_text(plan, manifest)
 
-        def follow(entry: building.Entry, table: Table) -> AbstractContextManager[Table]:
+        @contextlib.contextmanager
+        def follow(entry: building.Entry, table: Table) -> Iterator[Table]:
+            """Each entry's write: its progress bar, and its advice, said when the entry's files are written."""
             label = f"writing {entry.path.name}" if not check else f"checking {entry.path.name}"
-            return progress(table, label=label, text=entry.plan.format.text, quiet=quiet)
+            with advice(entry.plan.paths, quiet=quiet), progress(table, label=label, text=entry.plan.format.text,
+                                                                 quiet=quiet) as shown:  # fmt: skip
+                yield shown
 
         report = building.build(plan, check=check, only=list(only) if only else None, progress=follow, force=force)
         if depfile is not None and not check:

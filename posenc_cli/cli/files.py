@@ -18,12 +18,13 @@ from ..kinds import CONVERT, KINDS, OUTPUT
 from ..params import command_line
 from ..table import Table
 from ._run import fail, mapped_errors
-from .options import max_memory, options, write_options
+from .options import ClickChoice, max_memory, options, with_format_lists, write_options
 from .write import write
 
 __all__ = ["convert_command", "inspect_command", "json_safe", "verify_command"]
 
 
+@with_format_lists
 @click.command(
     "convert", context_settings={"show_default": True}, short_help="Write any table posenc reads in another format."
 )
@@ -34,8 +35,8 @@ __all__ = ["convert_command", "inspect_command", "json_safe", "verify_command"]
 @max_memory
 @click.pass_context
 def convert_command(ctx: click.Context, /, input_: str, output_arg: str | None, **_: Any) -> None:
-    """Write a table posenc can read (its own files, any .npy, .npz or .safetensors: a learned position
-    embedding taken from a checkpoint) to any output format, with the usual options (--dtype, --name, C variants).
+    """Write a table from any file posenc reads ({readable}: posenc's own, or a learned position embedding taken
+    from a checkpoint) to any output format, with the usual options (--dtype, --name, C variants).
 
     \b
     Examples:
@@ -78,6 +79,7 @@ def _check_all_fit(file: str, table: Table, fmt: Format) -> None:
         raise SpecError(f"{file} holds {len(table.arrays)} arrays ({names}): pick one with --key", param="key")
 
 
+@with_format_lists
 @click.command("inspect", short_help="Show what a table file holds.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the facts as JSON on stdout.")
@@ -85,9 +87,9 @@ def _check_all_fit(file: str, table: Table, fmt: Format) -> None:
 @click.pass_context
 def inspect_command(ctx: click.Context, /, file: str, as_json: bool, max_memory: int | None) -> None:
     """Show what FILE holds: kind, parameters and, per array, shape, element type, min and max (real values),
-    size and the sha256 of its stored values. Reads every format posenc writes, its C outputs included, and any
-    .npy, .npz, .safetensors, .h5 or CSV; for a file posenc did not write, also the formula behind each table
-    (posenc identify).
+    size and the sha256 of its stored values. FILE is any file posenc reads ({readable}), posenc's own or not
+    (posenc writes {write_only} but does not read them); for a file posenc did not write, also the formula behind
+    each table (posenc identify).
 
     \b
     Examples:
@@ -161,7 +163,7 @@ def json_safe(value: Any) -> Any:
 )
 @click.option(
     "--kind",
-    type=click.Choice(tuple(kind.table for kind in KINDS.values())),
+    type=ClickChoice(tuple(kind.table for kind in KINDS.values())),
     help="The table's kind, for files without one.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")

@@ -9,11 +9,12 @@ import click
 from .._printable import printable
 from ..identification import Candidate, Identification, TensorResult, identify
 from ._run import mapped_errors
-from .options import max_memory
+from .options import max_memory, with_format_lists
 
 __all__ = ["identify_command"]
 
 
+@with_format_lists
 @click.command("identify", short_help="Name the formula behind a table in a checkpoint.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--key", default=None, help="The array to identify (default: every array that can be a table).")
@@ -22,7 +23,7 @@ __all__ = ["identify_command"]
 @click.pass_context
 def identify_command(ctx: click.Context, /, file: str, key: str | None, as_json: bool, max_memory: int | None) -> None:
     """Name the formula, with its parameters, that made the positional table in FILE (any file posenc reads:
-    .safetensors, .npz, .npy, .h5, CSV, its own outputs), or say that none does (a learned table).
+    {readable}; a checkpoint or posenc's own), or say that none does (a learned table).
 
     The parameters are read off the values (layout, frequencies, base, positions, amplitude, padding row), and
     the exact table of each reading is compared entry by entry: a match agrees bit for bit, or within the

@@ -4,17 +4,20 @@ command come from its record."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
 from .._cli_types import FLOAT, INT, SIZE
+from ..errors import did_you_mean
 from ..kinds import OUTPUT, RUN
 from ..params import INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong
 
-__all__ = ["ParamOption", "click_type", "max_memory", "option", "options", "write_options"]
+__all__ = [
+    "ClickChoice", "ParamOption", "click_type", "format_lists", "listed", "max_memory", "option", "options",
+    "with_format_lists", "write_options",
+]  # fmt: skip
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -37,7 +40,21 @@ class _Typed(click.ParamType):  # type: ignore[type-arg]
         try:
             return self.kind.from_text(value)
         except Wrong:
-            self.fail(f"expected {self.kind.typed or self.kind.expected}, got {value!r}", param, ctx)
+            names = [name for name in self.kind.metavar.strip("[]").split("|") if "." not in name]  # not fixedT.F
+            hint = did_you_mean(value, names) if self.kind.metavar.startswith("[") else ""
+            self.fail(f"expected {self.kind.typed or self.kind.expected}, got {value!r}{'; ' + hint if hint else ''}",
+                      param, ctx)  # fmt: skip
+
+
+class ClickChoice(click.Choice):  # type: ignore[type-arg]
+    """click's choice of names, whose error also says which names the value is probably a typo of (``-p fairsq``:
+    "Did you mean 'fairseq'?", :func:`~posenc_cli.errors.did_you_mean`): every closed list of names a command
+    takes is one of these."""
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        hint = did_you_mean(value, [str(choice) for choice in self.choices])
+        said = super().get_invalid_choice_message(value, ctx)
+        return f"{said} {hint[0].upper()}{hint[1:]}" if hint else said
 
 
 def click_type(kind: ValueType) -> Any:
@@ -49,7 +66,7 @@ def click_type(kind: ValueType) -> Any:
     if kind is TEXT:
         return click.STRING
     if isinstance(kind, Choice):
-        return click.Choice(kind.choices)
+        return ClickChoice(kind.choices)
     return _Typed(kind)
 
 
@@ -90,15 +107,37 @@ def options(params: Sequence[Param], **overrides: dict[str, Any]) -> Decorator:
     return decorate
 
 
-def write_options(*, required: bool = True, taken: frozenset[str] = frozenset()) -> Decorator:
+def write_options(*, required: bool = True) -> Decorator:
     """Where and how to write (:data:`~posenc_cli.kinds.OUTPUT`) and the switches (:data:`~posenc_cli.kinds.RUN`),
-    ``-o`` first: the same options, in the same order, on every command that writes a table.
-
-    ``taken`` are short flags the command's own options use (``posenc relative``'s ``-q``, the query length): a
-    shared option keeps only its long flag there."""
+    ``-o`` first: the same options, with the same short forms, in the same order, on every command that writes a
+    table (a short option has one meaning on every command: ``tests/test_cli.py`` walks them)."""
     output, *switches = RUN
-    shared = [dataclasses.replace(p, short=None) if p.short in taken else p for p in (output, *OUTPUT, *switches)]
-    return options(shared, output={"required": required})
+    return options([output, *OUTPUT, *switches], output={"required": required})
+
+
+def listed(words: Sequence[str], last: str = "or") -> str:
+    """``a, b or c`` (``last`` the word before the last one): a list as a help sentence spells it."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def format_lists() -> dict[str, str]:
+    """The lists of formats help texts name, from the registry (:data:`~posenc_cli.formats.FORMATS`): ``formats``,
+    the first suffix of every format; ``readable``, of those posenc reads back (:func:`posenc_cli.api.load`);
+    ``write_only``, of the others."""
+    from ..formats import FORMATS  # the registry, and numpy behind it: only for the help that names them
+
+    def suffixes(readable: bool | None, last: str = "or") -> str:
+        chosen = [f.suffixes[0] for f in FORMATS.values() if readable is None or (f.load is not None) == readable]
+        return listed(chosen, last)
+
+    return {"formats": suffixes(None), "readable": suffixes(True), "write_only": suffixes(False, "and")}
+
+
+def with_format_lists(command: click.Command) -> click.Command:
+    """``command`` with ``{formats}``, ``{readable}`` and ``{write_only}`` in its help replaced by
+    :func:`format_lists`: a help that names the formats names all of them, as the registry has them."""
+    command.help = (command.help or "").format(**format_lists())
+    return command
 
 
 def max_memory(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -30,8 +30,7 @@ def table_command(kind: Kind) -> click.Command:
             write(ctx, lambda: kind.build(values), recorded, lazy=kind.lazy)
 
     run.__doc__ = kind.doc
-    taken = frozenset(p.short for p in kind.inputs if p.short)
-    decorated = options(kind.inputs)(write_options(taken=taken)(run))  # the kind's options first, then the output's
+    decorated = options(kind.inputs)(write_options()(run))  # the kind's options first, then the output's
     return click.command(kind.command, context_settings={"show_default": True}, short_help=kind.short_help)(decorated)
 
 

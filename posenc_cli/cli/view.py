@@ -14,7 +14,7 @@ from ..encodings import presets
 from ..errors import SpecError
 from ..table import Table
 from ._run import mapped_errors
-from .options import max_memory
+from .options import ClickChoice, max_memory
 
 __all__ = ["plot_command", "show_command"]
 
@@ -25,7 +25,7 @@ def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.argument("file", required=False, type=click.Path(dir_okay=False)),
         click.option("-n", "--seq-len", "seq_len", type=INT, help="Without FILE: positions of a generated table."),
         click.option("-d", "--d-model", "d_model", type=INT, help="Without FILE: its model dimension."),
-        click.option("-p", "--preset", type=click.Choice(list(presets.PRESETS)), help="Without FILE: its preset."),
+        click.option("-p", "--preset", type=ClickChoice(list(presets.PRESETS)), help="Without FILE: its preset."),
         click.option("--base", type=FLOAT, help="Without FILE: its base.  [default: 10000]"),
         click.option("--part", help="Which array of a table that holds several (cos, sin, bias, ...)."),
         max_memory,

@@ -21,7 +21,7 @@ from ..dtypes import element_of
 from ..errors import SpecError
 from ..formats import C_OPTIONS, FORMATS
 from ..table import RowSource, Table
-from ._run import notes, say
+from ._run import advice, notes, say
 
 __all__ = ["progress", "shapes_text", "write"]
 
@@ -65,7 +65,7 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
     digests: dict[str, str] = {}
     label = f"writing {Path(out.paths[0]).name}" if not to_stdout else "writing to stdout"
     bar = progress(table, label=label, text=out.format.text, quiet=p["quiet"] or to_stdout)
-    with bar as shown, notes(quiet=p["quiet"], advice=p["verbose"] and not p["check"]):
+    with bar as shown, notes(quiet=p["quiet"]), advice(None if to_stdout else out.paths, quiet=p["quiet"]):
         if p["json"]:
             shown = _hashing(shown, digests)
         written = api.save(

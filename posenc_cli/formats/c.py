@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
@@ -89,7 +88,7 @@ from typing import BinaryIO, Literal
 import numpy as np
 
 from .._version import __version__
-from ..errors import FormatError, PosencAdvice, SpecError
+from ..errors import FormatError, PosencAdvice, SpecError, warn
 from ..table import Table
 from ._blocks import row_blocks
 from ._c_bin import PAD, bin_header
@@ -144,13 +143,13 @@ _ATTRIBUTE_MACRO = """/* Define POSENC_TABLE_ATTRIBUTE to place the table, e.g. 
 
 def dump_header_only(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write a self-contained header: guard, size macros and a ``static const`` (or ``constexpr``) definition."""
-    _note_if_big(table)
+    _note_if_big(table, options)
     render("h", table, fp, options)
 
 
 def dump_source(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
     """Write the ``.c`` of a ``.c``/``.h`` pair: the one definition of each array, and the identity check."""
-    _note_if_big(table)
+    _note_if_big(table, options)
     render("c", table, fp, options)
 
 
@@ -373,17 +372,17 @@ def _cxx_declarations(unit: _Unit, identity: str) -> str:
     )
 
 
-def _note_if_big(table: Table) -> None:
-    """Warn that a large initializer compiles slowly, and what to use instead."""
+def _note_if_big(table: Table, options: WriteOptions) -> None:
+    """Advise (:class:`~posenc_cli.errors.PosencAdvice`, from the caller's line) that an initializer over
+    :data:`BIG_INITIALIZER` compiles slowly, naming the file, and what to write instead."""
     size = sum(array.nbytes for array in table.arrays.values())
     if size > BIG_INITIALIZER:
-        warnings.warn(
-            f"the table holds {size / 2**20:.1f} MiB of data; compilers take about a second and 50-130 MiB of memory "
+        file = options.filename if options.filename and options.filename != "-" else "the table"
+        warn(PosencAdvice(
+            f"{file} holds {size / 2**20:.1f} MiB of data; compilers take about a second and 50-130 MiB of memory "
             "per MiB of initializer (gcc 13 s / 0.7 GB, clang 20 s / 2 GB for 16 MiB): --format bin writes the raw "
-            "table and a header that pulls it in with .incbin in milliseconds",
-            PosencAdvice,
-            stacklevel=3,  # the caller of dump_*
-        )
+            "table and a header that pulls it in with .incbin (or #embed) in milliseconds"
+        ))  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------- the parts

@@ -77,7 +77,6 @@ is byte-reproducible.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -86,7 +85,7 @@ import numpy as np
 
 from .._version import __version__
 from ..dtypes import fixed_format
-from ..errors import FormatError, PosencAdvice
+from ..errors import FormatError, PosencAdvice, warn
 from ..table import Array, Table
 from ._c_initializer import write_nested
 from ._c_names import comment_safe
@@ -358,10 +357,8 @@ def _note_if_big(table: Table) -> None:
     """Warn that a large array literal compiles slowly, and what to use instead."""
     count = sum(math.prod(array.shape) for array in table.arrays.values())
     if count > BIG_TABLE:
-        warnings.warn(
+        warn(PosencAdvice(  # from the caller's line, not one inside posenc
             f"the table holds {count} values; rustc takes about 9 s and 700 MB of memory per million values of an "
             "array literal: --format bin writes the raw little-endian values (and a C header), which "
-            "include_bytes! embeds in no time (decode them with f32::from_le_bytes and the like)",
-            PosencAdvice,
-            stacklevel=3,  # the caller of dump
-        )
+            "include_bytes! embeds in no time (decode them with f32::from_le_bytes and the like)"
+        ))  # fmt: skip
