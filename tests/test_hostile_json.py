@@ -81,8 +81,16 @@ def generate(path: Path, *extra: str) -> Path:
 
 
 # ------------------------------------------------------------------ the places posenc reads its own JSON
+def npz_comment(tmp_path: Path, change: Callable[[str], str]) -> tuple[Path, str | None]:
+    """An .npz as posenc writes it, its record the archive comment (rewritten through zipfile's own writer)."""
+    path = generate(tmp_path / "pe.npz")
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.comment = change(archive.comment.decode("ascii")).encode("ascii")
+    return path, None
+
+
 def npz_member(tmp_path: Path, change: Callable[[str], str]) -> tuple[Path, str | None]:
-    """An .npz of the old form, its record in a ``posenc.json`` member (built by hand with zipfile)."""
+    """An .npz of the earlier layout, its record a ``posenc.json`` member (built by hand with zipfile)."""
     source = generate(tmp_path / "source.npy")
     path = tmp_path / "pe.npz"
     record = {
@@ -131,6 +139,7 @@ def safetensors_record(tmp_path: Path, change: Callable[[str], str]) -> tuple[Pa
 
 
 PLACES: dict[str, Callable[[Path, Callable[[str], str]], tuple[Path, str | None]]] = {
+    "npz record comment": npz_comment,
     "npz posenc.json member": npz_member,
     "npy sidecar": npy_sidecar,
     "mem metadata line": rom(".mem"),

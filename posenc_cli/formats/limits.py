@@ -50,7 +50,7 @@ MAX_ARRAYS = 64
 MAX_LISTED = 1 << 14
 #: The most dimensions of one array: posenc's tables have one to three; numpy allows 64.
 MAX_DIMS = 8
-#: The most bytes of a metadata block (an .npy header, a safetensors header, posenc.json, a sidecar).
+#: The most bytes of a metadata block (an .npy header, a safetensors header, an .npz's posenc.json, a sidecar).
 MAX_METADATA = 1 << 20
 #: The deepest nesting of JSON or TOML posenc parses.
 MAX_NESTING = 32

@@ -11,7 +11,7 @@ Layout written::
 
 The header is canonical JSON (sorted keys, no spaces, ASCII only). ``<meta>`` is the one metadata entry,
 ``"posenc"``: the canonical JSON string ``{"generator":"posenc X.Y.Z","kind":...,"params":{...}}`` (the content of
-the ``.npz``'s ``posenc.json``). The data follows the table's order, except that arrays of wider elements come first
+the ``.npz``'s ZIP comment). The data follows the table's order, except that arrays of wider elements come first
 (a stable sort by element size; the reference writer also orders by alignment): with the header padded to 8 bytes,
 every array then starts on a multiple of its element size, so a memory-mapped reader can use it in place. For a
 table whose arrays all have one element size the order is exactly the table's; a table of several (the int16
