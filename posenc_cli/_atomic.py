@@ -38,6 +38,7 @@ is refused with :class:`~posenc_cli.errors.OutputError`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import io
 import os
@@ -213,47 +214,54 @@ def _equal(old: bytes, new: memoryview) -> bool:
     return bool(np.array_equal(np.frombuffer(old, word), np.frombuffer(new, word)))
 
 
-def check_writable(path: Path) -> Path:
+def check_writable(path: Path, role: str = "") -> Path:
     """The real path ``path`` will be written at; ``OutputError`` when it cannot be, before any work is done.
 
-    Refused: a missing directory, a directory, no permission, a read-only file system, an existing target that is
-    not a regular file (a device such as ``/dev/null``, a FIFO, a socket: posenc would replace it with a file), a
-    path that leads to a process's standard streams (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``: replacing
-    the file behind them would wipe, say, a log that stdout is appended to; ``-o -`` writes to stdout), and an
-    existing file without its owner's write permission (``0444``), which ``cp`` does not overwrite either.
+    Refused: a name longer than the file system takes (255 bytes on Linux's), a missing directory, a directory, no
+    permission, a read-only file system, an existing target that is not a regular file (a device such as
+    ``/dev/null``, a FIFO, a socket: posenc would replace it with a file), a path that leads to a process's standard
+    streams (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``: replacing the file behind them would wipe, say, a
+    log that stdout is appended to; ``-o -`` writes to stdout), and an existing file without its owner's write
+    permission (``0444``), which ``cp`` does not overwrite either.
+
+    ``role`` says what the file is for when the user did not name it (``"the .json file 'pe.npy' needs beside it"``);
+    the error names the file, then its role in brackets.
     """
+    shown = f"{str(path)!r} ({role})" if role else repr(str(path))
     stream = _process_stream(path)
     if stream is not None:
         raise OutputError(
-            f"cannot write {str(path)!r}: it leads to {stream}, a process's stream, not a file; "
-            "use -o - to write to stdout"
+            f"cannot write {shown}: it leads to {stream}, a process's stream, not a file; use -o - to write to stdout"
         )
     target = Path(os.path.realpath(path))
+    too_long = _too_long(target)
+    if too_long:
+        raise OutputError(f"cannot write {shown}: {too_long}")
     if target.is_symlink():  # realpath stops at a link it cannot resolve: a loop
-        raise OutputError(f"cannot write {str(path)!r}: it is a loop of symbolic links")
+        raise OutputError(f"cannot write {shown}: it is a loop of symbolic links")
     parent = target.parent
     if not parent.is_dir():
-        raise OutputError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+        raise OutputError(f"cannot write {shown}: directory {str(parent)!r} does not exist")
     if target.is_dir():
-        raise OutputError(f"cannot write {str(path)!r}: it is a directory")
+        raise OutputError(f"cannot write {shown}: it is a directory")
     try:
         info: os.stat_result | None = os.stat(target)
     except OSError:
         info = None
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise OutputError(
-            f"cannot write {str(path)!r}: it exists and is not a regular file (a device, a FIFO or a socket), "
+            f"cannot write {shown}: it exists and is not a regular file (a device, a FIFO or a socket), "
             "which posenc never replaces; use -o - to write to stdout"
         )
     if info is not None and not info.st_mode & stat.S_IWUSR:
         raise OutputError(
-            f"cannot write {str(path)!r}: the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); "
+            f"cannot write {shown}: the file is read-only (mode {stat.S_IMODE(info.st_mode):04o}); "
             "make it writable or remove it first"
         )
     if not os.access(parent, os.W_OK | os.X_OK):
         if _read_only(parent):
-            raise OutputError(f"cannot write {str(path)!r}: the file system of {str(parent)!r} is read-only")
-        raise OutputError(f"cannot write {str(path)!r}: no permission to create files in {str(parent)!r}")
+            raise OutputError(f"cannot write {shown}: the file system of {str(parent)!r} is read-only")
+        raise OutputError(f"cannot write {shown}: no permission to create files in {str(parent)!r}")
     return target
 
 
@@ -504,6 +512,29 @@ def _os_error_behind(exc: BaseException) -> OSError | None:
             return cause
         cause, seen = cause.__cause__ or cause.__context__, seen + 1
     return None
+
+
+def _too_long(target: Path) -> str | None:
+    """Why ``target`` (a real path) cannot be created because of its length, or ``None`` when its length is fine.
+
+    Asked of the file system itself (``lstat`` fails with ``ENAMETOOLONG``), so the limit is the one that applies
+    there; the limit named is ``pathconf``'s ``PC_NAME_MAX`` of the directory (255 where it cannot be read).
+    """
+    try:
+        os.lstat(target)
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            return None
+    else:
+        return None
+    name = len(os.fsencode(target.name))
+    try:
+        limit = os.pathconf(target.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if name > limit:
+        return f"its name is {name} bytes, more than the {limit} a file name may have there; use a shorter name"
+    return f"its path is {len(os.fsencode(target))} bytes, longer than the system takes; use a shorter path"
 
 
 def _output_error(target: Path, exc: OSError) -> OutputError:

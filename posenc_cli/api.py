@@ -133,7 +133,10 @@ def plan(path: PathLike, *, format: str | None = None, name: str | None = None, 
                 param="format",
             )
         paths.append(companion)
-    for p in paths if check_paths else ():
+    # A companion written only for some tables (the .json of a .npy) is checked by save once the table is known
+    # (check_companion): its name must not refuse an output that will never have it.
+    certain = paths if fmt.companion is None or fmt.companion.when is None else paths[:1]
+    for p in certain if check_paths else ():
         _atomic.check_writable(p)
     return Output(fmt, table_name, tuple(paths))
 
@@ -215,8 +218,8 @@ def save(
         )
     companion = out.format.companion
     out = _paths_for(out, table)
-    if stdout is None and not force:
-        check_companion(out, table)
+    if stdout is None:
+        check_companion(out, table, force=force)
     if "half_type" in c_options:  # its name before 0.x: one name on every surface is c_half_type
         warnings.warn("save(half_type=...) is spelled c_half_type now", DeprecationWarning, stacklevel=2)
         c_options.setdefault("c_half_type", c_options.pop("half_type"))
@@ -297,15 +300,20 @@ def _paths_for(out: Output, table: Table) -> Output:
     return out
 
 
-def check_companion(out: Output, table: Table) -> None:
-    """``OutputError`` when the file the format writes beside the output for ``table`` (``out.paths[1]``) is already
-    there and posenc did not write it (:func:`~posenc_cli.formats.written_by_posenc`): nothing is written then,
-    unless :func:`save` is given ``force``. ``posenc build`` checks every entry so before writing the first."""
+def check_companion(out: Output, table: Table, *, force: bool = False) -> None:
+    """``OutputError`` when the file the format writes beside the output for ``table`` (``out.paths[1]``) cannot be
+    written (its name too long, its directory read-only: :func:`~posenc_cli._atomic.check_writable`, the error then
+    saying which file it is), or is already there and posenc did not write it
+    (:func:`~posenc_cli.formats.written_by_posenc`), unless ``force`` (:func:`save`'s, which replaces such a file).
+    Nothing is written then. ``posenc build`` checks every entry so before writing the first."""
     out = _paths_for(out, table)
     companion = out.format.companion
     if companion is None or len(out.paths) < 2:
         return
     output, beside = out.paths
+    _atomic.check_writable(beside, f"the {companion.suffix} file {output.name!r} needs beside it for this table")
+    if force:
+        return
     try:
         with open_regular(beside) as fp:
             head = fp.read(4096)

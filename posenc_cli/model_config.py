@@ -18,14 +18,14 @@
 - a multimodal config's ``text_config`` holds the language model's fields; an ``mrope_section`` is Qwen2-VL's
   M-RoPE, interleaved with ``mrope_interleaved`` or for Qwen3-VL (whose rotary class always interleaves).
 
-The file is untrusted: at most :data:`~posenc_cli.formats.limits.MAX_METADATA` bytes of strict JSON (no NaN, no
-duplicate keys, nesting limited), a regular file; every value is checked by the API as if typed. A config without
-RoPE fields, or with a rope type posenc does not make, is refused naming it.
+The file is untrusted: at most :data:`~posenc_cli.formats.limits.MAX_METADATA` bytes of strict JSON
+(:func:`~posenc_cli.formats.limits.read_json`: no NaN or Infinity, no duplicate keys, nesting limited), a regular
+file; every value is checked by the API as if typed. A config without RoPE fields, or with a rope type posenc does
+not make, is refused naming it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FormatError, SpecError
-from .formats.limits import MAX_METADATA, check_nesting, unique_keys
+from .formats.limits import MAX_METADATA, read_json
 from .read import PathLike, existing, open_regular
 
 __all__ = ["KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
@@ -90,9 +90,6 @@ def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
     if file.is_dir():
         file = existing(file / "config.json", "config", "the model folder's config")
 
-    def no_constant(name: str) -> None:
-        raise ValueError(f"{name} is not a JSON number")
-
     try:
         with open_regular(file) as fp:
             data = fp.read(MAX_METADATA + 1)
@@ -103,12 +100,9 @@ def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
     if len(data) > MAX_METADATA:
         raise FormatError(f"{str(file)!r} is larger than the {MAX_METADATA} bytes a config.json may take")
     try:
-        check_nesting(data, "config.json")
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys, parse_constant=no_constant)
+        doc = read_json(data, "config.json")
     except FormatError as exc:
         raise FormatError(f"{str(file)!r}: {exc}") from None
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FormatError(f"{str(file)!r} is not a valid config.json ({exc})") from None
     if not isinstance(doc, dict):
         raise FormatError(f"{str(file)!r} is not a config.json: it does not hold a JSON object")
     return file, doc

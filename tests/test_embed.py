@@ -122,7 +122,7 @@ class Tables:
         posenc(*command, "--name", name, "-o", str(workdir / f"{stem}.bin"))
         posenc(*without_c_options(command), "-o", str(workdir / f"{stem}.npz"))
         with np.load(workdir / f"{stem}.npz") as npz:
-            self.arrays = {key: npz[key] for key in npz.files if key != "posenc.json"}
+            self.arrays = {key: npz[key] for key in npz.files}
         self.symbols = {key: name if len(self.arrays) == 1 else f"{name}_{key}" for key in self.arrays}
         self.NAME = name.upper()
         self.align = int(command[command.index("--align") + 1]) if "--align" in command else 16

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -64,8 +65,9 @@ def write_both(table: Table, tmp_path, stem: str = "t"):
     assert api.save(table, path) == [path]
     api.save(table, npz_path)
     with np.load(npz_path) as npz:
-        arrays = {key: npz[key] for key in npz.files if key != "posenc.json"}
-        meta = json.loads(npz["posenc.json"])
+        arrays = {key: npz[key] for key in npz.files}
+    with zipfile.ZipFile(npz_path) as archive:
+        meta = json.loads(archive.comment)
     return GGUFReader(path), arrays, meta
 
 

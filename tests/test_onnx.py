@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import zipfile
 
 import numpy as np
 import onnx
@@ -52,8 +53,9 @@ def write_both(table: Table, tmp_path, stem: str = "t"):
     model = onnx.load(str(model_path))
     onnx.checker.check_model(model, full_check=True)
     with np.load(npz_path) as npz:
-        arrays = {key: npz[key] for key in npz.files if key != "posenc.json"}
-        meta = json.loads(npz["posenc.json"])
+        arrays = {key: npz[key] for key in npz.files}
+    with zipfile.ZipFile(npz_path) as archive:
+        meta = json.loads(archive.comment)
     return model, arrays, meta
 
 

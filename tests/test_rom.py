@@ -75,7 +75,7 @@ def npz_arrays(tmp_path: Path, table: Table, stem: str) -> dict[str, np.ndarray]
     path = tmp_path / f"{stem}.npz"
     posenc_cli.save(table, path)
     with np.load(path, allow_pickle=False) as npz:
-        return {name: npz[name] for name in npz.files if name != "posenc.json"}
+        return {name: npz[name] for name in npz.files}
 
 
 def readmemh(tmp_path: Path, roms: list[tuple[str, int, int, bool]]) -> list[list[str]]:

@@ -56,7 +56,9 @@ read, and anything else is refused with one line naming the dataset, link or att
 - Attributes: at most :data:`~posenc_cli.formats.limits.MAX_ATTRIBUTES` per dataset, each one value (a scalar or a
   single element): an integer, a float, or UTF-8 text of at most :data:`MAX_TEXT` bytes; their type, shape and size
   are checked before their value is read. ``kind`` must be text; ``generator`` is ignored; every other attribute is a
-  parameter.
+  parameter: a finite number, an integer of at most 64 bits, text (:func:`~.limits.check_param`). An attribute that
+  two datasets give different values (``seq_len`` 4 on ``cos``, 3 on ``sin``; posenc writes one value on every
+  dataset) is refused, never settled by which dataset comes last.
 - Variable-length strings (how posenc and h5py write text) are checked from the file's bytes before libhdf5 reads
   them, because libhdf5 allocates what a string's stored length claims before it finds the claim false (4 GiB for
   two flipped bytes) and walks a global heap collection forever when an object in it has size 0: each string's
@@ -96,7 +98,17 @@ from ._hdf5_raw import (
     shown,
 )
 from .identifiers import member_names
-from .limits import MAX_ARRAYS, MAX_ATTRIBUTES, MAX_DIMS, MAX_GROUPS, MAX_NESTING, Budget, check_count, human
+from .limits import (
+    MAX_ARRAYS,
+    MAX_ATTRIBUTES,
+    MAX_DIMS,
+    MAX_GROUPS,
+    MAX_NESTING,
+    Budget,
+    check_count,
+    check_param,
+    human,
+)
 from .options import WriteOptions
 
 #: The most chunks (written or not) of one dataset: each costs a look-up in the file's chunk index.
@@ -426,18 +438,23 @@ def _kind_and_params(datasets: list[Dataset], fp: BinaryIO, f: Any, file_size: i
         for d in datasets:
             with reading(f"the object header of dataset {d.path!r} is unreadable"):
                 check_text_references(layout, d, {a.raw for a in attributes if a.dataset is d and a.variable})
-    kind, params = "array", {}
+    found: dict[str, tuple[Param, str]] = {}  # attribute name -> its value and the dataset that gave it first
     for attr in attributes:
         what = f"attribute {attr.name!r} of dataset {attr.dataset.path!r}"
         with reading(f"{what} is unreadable"):
-            value = _param(attr.dataset.node.attrs[attr.raw], what)
-        if attr.name == "kind":
-            if not isinstance(value, str):
-                raise FormatError(f"{what} is {value!r}, not text")
-            kind = value
-        elif attr.name != "generator":
-            params[attr.name] = value
-    return kind, params
+            value = check_param(_param(attr.dataset.node.attrs[attr.raw], what), what)
+        if attr.name == "generator":
+            continue
+        if attr.name == "kind" and not isinstance(value, str):
+            raise FormatError(f"{what} is {value!r}, not text")
+        first, where = found.setdefault(attr.name, (value, attr.dataset.path))
+        if type(first) is not type(value) or first != value:  # 1, 1.0 and True are three parameters
+            raise FormatError(
+                f"attribute {attr.name!r} is {first!r} on dataset {where!r} and {value!r} on dataset "
+                f"{attr.dataset.path!r}; posenc reads one kind and one set of parameters per file"
+            )
+    kind = found.pop("kind", ("array", ""))[0]
+    return str(kind), {name: value for name, (value, _) in found.items()}
 
 
 def _attributes(d: Dataset) -> list[_Attribute]:

@@ -24,13 +24,17 @@ taken); raise the limit with --max-memory (max_memory= in the API) if the file i
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import resource
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import FormatError, SpecError
+from ..table import Param
 
 #: The share of the available memory a read may take by default: the rest is for the work done with the table.
 DEFAULT_FRACTION = 0.5
@@ -46,7 +50,7 @@ MAX_ARRAYS = 64
 MAX_LISTED = 1 << 14
 #: The most dimensions of one array: posenc's tables have one to three; numpy allows 64.
 MAX_DIMS = 8
-#: The most bytes of a metadata block (an .npy header, a safetensors header, posenc.json, a sidecar).
+#: The most bytes of a metadata block (an .npy header, a safetensors header, an .npz's posenc.json, a sidecar).
 MAX_METADATA = 1 << 20
 #: The deepest nesting of JSON or TOML posenc parses.
 MAX_NESTING = 32
@@ -57,6 +61,9 @@ MAX_ATTRIBUTES = 256
 #: The most HDF5 groups posenc walks into in one file (the root not counted); how deep they nest is bounded by
 #: :data:`MAX_NESTING`.
 MAX_GROUPS = 256
+#: The integers a parameter may hold: a signed 64-bit integer, what HDF5 attributes and GGUF metadata store them
+#: as, so that a parameter read from any file can be written to every format.
+PARAM_INTEGERS = range(-(1 << 63), 1 << 63)
 
 
 def default_limit() -> int:
@@ -278,3 +285,106 @@ def check_nesting(text: str | bytes, what: str = "JSON") -> None:
                 raise FormatError(f"the {what} nests deeper than the {MAX_NESTING} levels posenc reads")
         elif byte in (0x5D, 0x7D):
             depth = max(0, depth - 1)
+
+
+PairsHook = Callable[[list[tuple[str, Any]]], dict[str, Any]]
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number (posenc reads finite numbers only)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(f"the number {shown} is too large for a double (posenc reads finite numbers only)")
+    return value
+
+
+def read_json(data: bytes, what: str, pairs_hook: PairsHook = unique_keys) -> Any:
+    """The JSON value of ``data``, read strictly; ``FormatError`` naming ``what`` (``"posenc .json sidecar"``)
+    otherwise, in one line.
+
+    Refused, each before or while parsing (never by walking the result):
+
+    - more than :data:`MAX_METADATA` bytes; bytes that are not UTF-8; brackets nested deeper than
+      :data:`MAX_NESTING` levels (:func:`check_nesting`, before the parser recurses);
+    - ``NaN``, ``Infinity`` and ``-Infinity``: not JSON (RFC 8259, section 6), though Python's ``json`` reads them;
+    - a number too large for a double (``1e400``), which Python's ``json`` reads as infinity; an integer of more
+      digits than Python converts (4300 by default);
+    - a key that appears twice in one object (``pairs_hook``, by default :func:`unique_keys`): RFC 8259 leaves the
+      meaning to the reader, and readers differ (Python's ``json`` keeps the last, others the first), so two readers
+      of one file would see two tables.
+
+    A ``FormatError`` that ``pairs_hook`` raises (a limit of its own) reaches the caller as it is.
+
+    Examples
+    --------
+    >>> read_json(b'{"seq_len": 4, "base": 10000.0}', "sidecar")
+    {'seq_len': 4, 'base': 10000.0}
+    >>> read_json(b'{"base": NaN}', "sidecar")
+    Traceback (most recent call last):
+        ...
+    posenc_cli.errors.FormatError: the sidecar is not valid UTF-8 JSON: NaN is not a JSON number (posenc reads finite \
+numbers only)
+    >>> read_json(b'{"seq_len": 3, "seq_len": 2}', "sidecar")
+    Traceback (most recent call last):
+        ...
+    posenc_cli.errors.FormatError: the sidecar is not valid UTF-8 JSON: key 'seq_len' appears twice
+    """
+    if len(data) > MAX_METADATA:
+        raise FormatError(f"the {what} is larger than the {human(MAX_METADATA)} posenc reads")
+    check_nesting(data, what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"the {what} is not valid UTF-8 JSON: {exc}") from None
+    try:
+        return json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_no_constant, parse_float=_finite)
+    except FormatError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"the {what} is not valid UTF-8 JSON: {exc}") from None
+
+
+def check_param(value: object, what: str) -> Param:
+    """``value`` as a table's parameter, or ``FormatError`` naming ``what`` (``"attribute 'base' of dataset 'pe'"``):
+    a boolean, an integer within :data:`PARAM_INTEGERS`, a finite float or a string, so that every format posenc
+    writes can hold it (JSON has no NaN or infinity, HDF5 and GGUF store 64-bit integers).
+
+    Examples
+    --------
+    >>> check_param(10000.0, "base")
+    10000.0
+    >>> check_param(float("inf"), "attribute 'base' of dataset 'pe'")
+    Traceback (most recent call last):
+        ...
+    posenc_cli.errors.FormatError: attribute 'base' of dataset 'pe' is inf; posenc reads finite numbers only
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FormatError(f"{what} is {value}; posenc reads finite numbers only")
+    if isinstance(value, int) and not isinstance(value, bool) and value not in PARAM_INTEGERS:
+        raise FormatError(
+            f"{what} is an integer of {value.bit_length()} bits; posenc reads parameters of at most 64 bits (what "
+            "HDF5 and GGUF store)"
+        )
+    if not isinstance(value, (int, float, str)):  # a bool is an int
+        raise FormatError(f"{what} is {type(value).__name__}; parameters must be numbers, strings or booleans")
+    return value
+
+
+def check_params(params: Mapping[str, object], what: str) -> dict[str, Param]:
+    """``params`` as a table's parameters, each checked by :func:`check_param`; ``FormatError`` naming ``what``
+    (``"the posenc .json sidecar"``) and the parameter otherwise.
+
+    Examples
+    --------
+    >>> check_params({"seq_len": 4, "base": 1e4, "dtype": "q15", "cls": True}, "the sidecar")
+    {'seq_len': 4, 'base': 10000.0, 'dtype': 'q15', 'cls': True}
+    >>> check_params({"base": float("nan")}, "the sidecar")
+    Traceback (most recent call last):
+        ...
+    posenc_cli.errors.FormatError: the sidecar's parameter 'base' is nan; posenc reads finite numbers only
+    """
+    return {name: check_param(value, f"{what}'s parameter {name[:60]!r}") for name, value in params.items()}

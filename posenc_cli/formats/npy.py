@@ -39,8 +39,9 @@ The array's size (shape times item size, Python integers) is claimed from the re
 :class:`~posenc_cli.formats.limits.Budget` before it is allocated (twice for ``fortran_order``, copied to C order);
 the data is then read :data:`CHUNK` bytes at a time into memory allocated once, so a file costs its declared size and
 nothing more. The sidecar is read like posenc metadata everywhere (:func:`parse_meta`): at most
-:data:`~.limits.MAX_METADATA` bytes of UTF-8 JSON nesting at most :data:`~.limits.MAX_NESTING` levels, an object with
-a string ``kind`` and ``params`` of numbers, strings and booleans; its ``storage``, when given, must be the array's.
+:data:`~.limits.MAX_METADATA` bytes of UTF-8 JSON nesting at most :data:`~.limits.MAX_NESTING` levels, read strictly
+(:func:`~.limits.read_json`: no ``NaN`` or ``Infinity``, no key twice), an object with a string ``kind`` and
+``params`` of finite numbers, 64-bit integers, strings and booleans; its ``storage``, when given, must be the array's.
 The helpers here (:func:`read_header`, :func:`claim`, :func:`read_data`, :func:`read_array`, :func:`nbytes`) serve
 the ``.npz`` and ``.safetensors`` readers too.
 """
@@ -62,7 +63,7 @@ from ..dtypes import element_of, fixed_format
 from ..errors import FormatError
 from ..table import Param, Table
 from ._blocks import raw_bytes, row_blocks
-from .limits import MAX_DIMS, MAX_METADATA, Budget, check_nesting, human
+from .limits import MAX_DIMS, MAX_METADATA, Budget, check_params, read_json
 from .options import WriteOptions
 
 MAGIC = b"\x93NUMPY\x01\x00"
@@ -136,28 +137,25 @@ def dump_sidecar(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
 # ------------------------------------------------------------------------------------------------ posenc metadata
 def parse_meta(data: bytes, what: str) -> tuple[str, dict[str, Param], dict[str, Any]]:
     """The ``kind``, ``params`` and whole object of posenc's JSON metadata ``data`` (an ``.npy`` sidecar, an
-    ``.npz``'s ``posenc.json``, a ``.safetensors`` ``"posenc"`` entry); ``FormatError`` naming ``what`` otherwise.
+    ``.npz``'s record, a ``.safetensors`` ``"posenc"`` entry, a ROM image's metadata line); ``FormatError`` naming
+    ``what`` otherwise.
+
+    ``data`` is read by :func:`~.limits.read_json` (no ``NaN`` or ``Infinity``, no key twice, at most
+    :data:`~.limits.MAX_METADATA` bytes, nesting at most :data:`~.limits.MAX_NESTING` levels); ``params`` must pass
+    :func:`~.limits.check_params` (finite numbers, 64-bit integers, strings, booleans).
 
     Examples
     --------
     >>> parse_meta(b'{"kind": "rope", "params": {"seq_len": 4}}', "sidecar")[:2]
     ('rope', {'seq_len': 4})
     """
-    if len(data) > MAX_METADATA:
-        raise FormatError(f"the {what} is larger than the {human(MAX_METADATA)} posenc reads")
-    check_nesting(data, what)
-    try:
-        meta = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FormatError(f"the {what} is not valid UTF-8 JSON: {exc}") from None
+    meta = read_json(data, what)
     if not isinstance(meta, dict):
         raise FormatError(f"the {what} must be a JSON object, found {type(meta).__name__}")
     kind, params = meta.get("kind"), meta.get("params")
     if not isinstance(kind, str) or not isinstance(params, dict):
         raise FormatError(f"the {what} must hold a string 'kind' and an object 'params'")
-    if not all(isinstance(value, (int, float, str, bool)) for value in params.values()):
-        raise FormatError(f"the {what}'s parameters must be numbers, strings or booleans")
-    return kind, params, meta
+    return kind, check_params(params, f"the {what}"), meta
 
 
 def load_sidecar(table: Table, fp: BinaryIO, budget: Budget | None = None) -> Table:

@@ -4,9 +4,25 @@ Spec: https://numpy.org/doc/stable/reference/generated/numpy.savez.html (a ZIP o
 https://pkware.cachefly.net/webdocs/casestudies/APPNOTE.TXT.
 
 Layout written: one stored (uncompressed) member ``<name>.npy`` per array, in the table's order, each an NPY 1.0 file
-exactly as :mod:`posenc_cli.formats.npy` writes it, then ``posenc.json``: canonical JSON (sorted keys, two-space
-indent) ``{"generator": ..., "kind": ..., "params": {...}}``. ``numpy.load`` lists it among ``files`` and returns its
-bytes when asked; the arrays load as usual.
+exactly as :mod:`posenc_cli.formats.npy` writes it, and nothing else: ``numpy.load(f)`` holds exactly the table's
+arrays, every value an ``ndarray``, so ``{k: torch.from_numpy(v) for k, v in numpy.load(f).items()}`` works.
+
+posenc's record, the table's kind and parameters, is the archive comment (APPNOTE 4.3.16: the text after the end of
+central directory record), where numpy never looks: canonical JSON, sorted keys, no spaces, ASCII only,
+``{"generator":"posenc X.Y.Z","kind":...,"params":{...}}`` (the ``"posenc"`` entry of a ``.safetensors`` header,
+byte for byte). ``unzip -z`` shows it; ``zipfile.ZipFile(f).comment`` reads it. Why these choices:
+
+- ASCII only: ZIP gives the archive comment no encoding (the UTF-8 flag, bit 11, covers member names and member
+  comments), so only ASCII reads the same in every tool. JSON escapes every other character, control characters
+  included, so the comment never holds the end record's signature ``PK\x05\x06`` either, which a reader that
+  searches backwards for the end record (as ``zipfile`` does) could take for the real one.
+- At most :data:`MAX_COMMENT` (65535) bytes: the comment's length is a 16-bit field. posenc's own tables record a
+  few hundred bytes; only parameters read from another file (a long string in a ``.safetensors`` record) can take
+  more, and such a table is refused with :class:`~posenc_cli.errors.FormatError` before any byte is written: an
+  ``.npz`` that silently lost its record would read back as a bare ``"array"``, and every other place in an archive
+  either is a member, which numpy returns (the very thing this layout avoids), or is bounded alike (a member's
+  extra field or comment). ``.safetensors``, whose header holds up to :data:`~.limits.MAX_METADATA` bytes, takes
+  such a table.
 
 Member names: an array's key may come from a hostile file (a tensor named ``../../x``), so ``<name>`` is
 :func:`~posenc_cli.formats.identifiers.member_names` of the keys: a key of letters, digits and ``_ . + -`` is kept,
@@ -19,11 +35,16 @@ row blocks, so a table produced block by block streams into the archive.
 
 Round trip: arrays, dtypes, shapes, kind and parameters (array names as :func:`member_names` makes them).
 
+The earlier layout, the record as a last member ``posenc.json`` (canonical JSON, two-space indent), is still read:
+an ``.npz`` written before keeps its parameters. posenc no longer writes it.
+
 Reading (the archive may be hostile):
 
 - the central directory, from the archive's end records (ZIP64 ones included), may list at most
-  :data:`MAX_MEMBERS` members (:data:`~.limits.MAX_ARRAYS` arrays and ``posenc.json``) in at most
+  :data:`MAX_MEMBERS` members (:data:`~.limits.MAX_ARRAYS` arrays and an old-form ``posenc.json``) in at most
   :data:`~.limits.MAX_METADATA` bytes: checked before :mod:`zipfile` builds an object per member;
+- the archive ends where its comment does: the bytes after the end record must be exactly the comment its length
+  field declares (a length that lies, or bytes appended after the comment, are refused);
 - every member must be ``<key>.npy`` (the array ``<key>``) or ``posenc.json``; any other member, and a name that
   appears twice (which ``zipfile`` would resolve silently, last wins), is refused, never ignored;
 - members must be stored or deflated (what ``numpy.savez`` and ``savez_compressed`` write); encrypted members,
@@ -34,9 +55,12 @@ Reading (the archive may be hostile):
   inflated :data:`~posenc_cli.formats.npy.CHUNK` bytes at a time into memory allocated once: a small member that
   inflates to gigabytes costs the size its header declares (refused when that is past the budget), and inflating
   stops where the directory says the member ends (its CRC is checked there);
-- ``posenc.json`` is posenc's metadata (:func:`~posenc_cli.formats.npy.parse_meta`: at most
-  :data:`~.limits.MAX_METADATA` bytes, nesting at most :data:`~.limits.MAX_NESTING` levels, an object with a string
-  ``kind`` and scalar ``params``); without it the table is of kind ``"array"``.
+- the record: the archive comment, when it is not empty, must be posenc's record, and so must a ``posenc.json``
+  member (:func:`~posenc_cli.formats.npy.parse_meta`: strict UTF-8 JSON, no ``NaN`` or ``Infinity``, no key twice,
+  nesting at most :data:`~.limits.MAX_NESTING` levels, an object with a string ``kind`` and ``params`` of scalars);
+  any other comment is refused, not ignored. An archive with both a record comment and a ``posenc.json`` member is
+  refused, whether or not they agree: posenc writes one, and a reader must not have to pick (numpy users see the
+  member, posenc the comment). With neither, the table is of kind ``"array"`` (what ``numpy.savez`` writes).
 """
 
 from __future__ import annotations
@@ -60,8 +84,10 @@ from .identifiers import member_names
 from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count, human
 from .options import WriteOptions
 
-#: The member that carries the table's kind and parameters.
+#: The member that carried the table's kind and parameters in the earlier layout: read, no longer written.
 META = "posenc.json"
+#: The most bytes of a ZIP archive comment (its length is a 16-bit field, APPNOTE 4.3.16), so of posenc's record.
+MAX_COMMENT = 0xFFFF
 #: ZIP's earliest date: members carry no build time.
 EPOCH = (1980, 1, 1, 0, 0, 0)
 #: The most members posenc reads from an archive: the arrays and ``posenc.json``.
@@ -88,8 +114,31 @@ def _info(name: str, size: int) -> zipfile.ZipInfo:
     return info
 
 
+def record(table: Table) -> bytes:
+    """posenc's record of ``table``, as the archive comment holds it (see the module docstring); ``FormatError``
+    when it cannot be one (a NaN or infinite parameter, or more than :data:`MAX_COMMENT` bytes).
+
+    Examples
+    --------
+    >>> record(Table("alibi", {"slopes": np.ones(2)}, {"heads": 2}))  # doctest: +ELLIPSIS
+    b'{"generator":"posenc ...","kind":"alibi","params":{"heads":2}}'
+    """
+    meta = {"generator": f"posenc {__version__}", "kind": table.kind, "params": dict(table.params)}
+    try:
+        text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    except ValueError:
+        raise FormatError("an .npz records its parameters as JSON, which holds no NaN or infinity") from None
+    if len(text) > MAX_COMMENT:
+        raise FormatError(
+            f"the table's kind and parameters take {len(text)} bytes as JSON, more than the {MAX_COMMENT} of the ZIP "
+            "comment where an .npz keeps them; write .safetensors, which holds them whatever their size"
+        )
+    return text.encode("ascii")
+
+
 def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
-    """Write every array of ``table`` (and its parameters) to ``fp`` as an ``.npz``."""
+    """Write every array of ``table`` to ``fp`` as an ``.npz``, its kind and parameters as the archive comment."""
+    comment = record(table)  # first: a table whose record cannot be written costs no array
     names = member_names(list(table.arrays))
     with zipfile.ZipFile(fp, "w", allowZip64=True) as archive:
         for name, array in zip(names, table.arrays.values(), strict=True):
@@ -100,9 +149,7 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
                 member.write(head)
                 for _, block in row_blocks(array):
                     member.write(raw_bytes(block, dtype))
-        meta = {"generator": f"posenc {__version__}", "kind": table.kind, "params": dict(table.params)}
-        text = (json.dumps(meta, sort_keys=True, indent=2, allow_nan=False) + "\n").encode("utf-8")
-        archive.writestr(_info(META, len(text)), text)
+        archive.comment = comment
 
 
 def _directory(fp: BinaryIO) -> tuple[int, int]:
@@ -117,6 +164,12 @@ def _directory(fp: BinaryIO) -> tuple[int, int]:
     if at < 0 or len(tail) - at < _END.size:
         raise FormatError("not a valid .npz file: it has no ZIP end of central directory record")
     members, length = _END.unpack_from(tail, at)[4:6]
+    comment, after = _END.unpack_from(tail, at)[7], len(tail) - at - _END.size
+    if comment != after:  # zipfile would take the comment cut short, or ignore what follows it
+        raise FormatError(
+            f"not a valid .npz file: its ZIP end record declares a comment of {comment} bytes, and {after} bytes "
+            "follow the record; posenc reads an archive that ends where its comment does"
+        )
     locator = at - _LOCATOR.size
     record = locator - _END64.size
     if record >= 0 and tail.startswith(b"PK\x06\x07", locator) and tail.startswith(b"PK\x06\x06", record):
@@ -202,7 +255,19 @@ def _arrays(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], budget: Bu
         return arrays
 
 
-def _meta(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str, dict[str, Param]]:
+def _meta(archive: zipfile.ZipFile, metas: list[zipfile.ZipInfo]) -> tuple[str, dict[str, Param]]:
+    """The kind and parameters of the archive's record: its comment, or an old-form ``posenc.json`` member."""
+    if archive.comment and metas:
+        raise FormatError(
+            f"the .npz holds posenc's record twice, as its ZIP comment and as a {META} member; posenc writes one, "
+            "and does not pick"
+        )
+    if archive.comment:
+        kind, params, _ = npy.parse_meta(archive.comment, "ZIP comment of the .npz (posenc's record)")
+        return kind, params
+    if not metas:
+        return "array", {}
+    info = metas[0]
     with _reading(info.filename):
         if info.file_size > MAX_METADATA:
             raise FormatError(f"it takes {info.file_size} bytes, more than the {human(MAX_METADATA)} posenc reads")
@@ -229,8 +294,7 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
         members = archive.infolist()
         _check_members(members)
         arrays = _arrays(archive, [info for info in members if info.filename != META], budget)
-        metas = [info for info in members if info.filename == META]
-        kind, params = _meta(archive, metas[0]) if metas else ("array", {})
+        kind, params = _meta(archive, [info for info in members if info.filename == META])
     if not arrays:
         raise FormatError("the .npz holds no .npy member")
     return Table(kind, arrays, params)

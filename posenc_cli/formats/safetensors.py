@@ -11,7 +11,7 @@ Layout written::
 
 The header is canonical JSON (sorted keys, no spaces, ASCII only). ``<meta>`` is the one metadata entry,
 ``"posenc"``: the canonical JSON string ``{"generator":"posenc X.Y.Z","kind":...,"params":{...}}`` (the content of
-the ``.npz``'s ``posenc.json``). The data follows the table's order, except that arrays of wider elements come first
+the ``.npz``'s ZIP comment). The data follows the table's order, except that arrays of wider elements come first
 (a stable sort by element size; the reference writer also orders by alignment): with the header padded to 8 bytes,
 every array then starts on a multiple of its element size, so a memory-mapped reader can use it in place. For a
 table whose arrays all have one element size the order is exactly the table's; a table of several (the int16
@@ -40,9 +40,10 @@ refuses with ``FormatError``:
 
 - a header longer than the format's :data:`MAX_HEADER` or posenc's :data:`~.limits.MAX_METADATA` bytes, longer than
   the file, not starting with ``{``, not UTF-8 JSON, nesting deeper than :data:`~.limits.MAX_NESTING` levels
-  (checked before parsing), holding a key twice (the spec forbids it; ``json`` would keep the last), or more than
-  :data:`~.limits.MAX_ARRAYS` tensors (the parse stops at the first object past the limit: a header of a million
-  empty tensors costs no million objects);
+  (checked before parsing), holding a key twice (the spec forbids it; ``json`` would keep the last), holding
+  ``NaN``, ``Infinity`` or a number too large for a double (none of them JSON: :func:`~.limits.read_json`), or more
+  than :data:`~.limits.MAX_ARRAYS` tensors (the parse stops at the first object past the limit: a header of a
+  million empty tensors costs no million objects);
 - ``__metadata__`` that does not map names to strings, and ``"posenc"`` metadata that is not posenc's (see
   :func:`~posenc_cli.formats.npy.parse_meta`);
 - a tensor whose dtype is not one of :data:`DTYPES`, whose shape is not a list of at most :data:`~.limits.MAX_DIMS`
@@ -64,7 +65,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -74,7 +74,17 @@ from ..errors import FormatError
 from ..table import Array, Param, Table
 from . import npy
 from ._blocks import raw_bytes, row_blocks
-from .limits import MAX_ARRAYS, MAX_LISTED, MAX_METADATA, Budget, check_count, check_nesting, human, unique_keys
+from .limits import (
+    MAX_ARRAYS,
+    MAX_LISTED,
+    MAX_METADATA,
+    Budget,
+    PairsHook,
+    check_count,
+    human,
+    read_json,
+    unique_keys,
+)
 from .options import WriteOptions
 
 #: The metadata key that carries the table's kind and parameters.
@@ -166,9 +176,6 @@ def dump(table: Table, fp: BinaryIO, options: WriteOptions) -> None:
             fp.write(raw_bytes(block, dtype))
 
 
-PairsHook = Callable[[list[tuple[str, Any]]], dict[str, Any]]
-
-
 def _strict_objects(tensors: int) -> PairsHook:
     """A ``json`` ``object_pairs_hook`` that refuses duplicate keys (the spec forbids them, ``json`` would keep the
     last) and stops the parse as soon as more objects are built than ``tensors`` tensors, ``__metadata__`` and the
@@ -209,13 +216,8 @@ def _read_header(fp: BinaryIO, size: int, tensors: int = MAX_ARRAYS) -> tuple[in
     text = fp.read(length)
     if not text.startswith(b"{"):
         raise FormatError("not a .safetensors file: its header does not start with '{'")
-    check_nesting(text, ".safetensors header")
-    try:  # objects: the tensors, __metadata__ and the header itself
-        parsed = json.loads(text.decode("utf-8"), object_pairs_hook=_strict_objects(tensors))
-    except FormatError:
-        raise
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FormatError(f"not a .safetensors file: its header is not valid JSON ({exc})") from None
+    # objects: the tensors, __metadata__ and the header itself
+    parsed = read_json(text, ".safetensors header", _strict_objects(tensors))
     if not isinstance(parsed, dict):
         raise FormatError("not a .safetensors file: its header is not a JSON object")
     return length, parsed
