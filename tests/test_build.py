@@ -438,12 +438,12 @@ def test_depfile_lists_every_output_then_the_manifest_escaped(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     entries = "".join(
         f'[[table]]\ncommand = "alibi"\nheads = 2\noutput = "{name}"\n'
-        for name in ("tables/my table.c", "tables/a#b.npz", "tables/$x.npz", "tables/ünï.npz")
+        for name in ("tables/my table.c", "tables/a+b,c@d!{e}~f.npz", "tables/ünï.npz")
     )
     (tmp_path / "tables").mkdir()
     manifest = write(tmp_path / "cfg dir", entries, "pos enc.toml")
     text = building.depfile_text(building.load_manifest(manifest, output_dir=tmp_path))
-    targets = "tables/my\\ table.c tables/my\\ table.h tables/a\\#b.npz tables/$$x.npz tables/ünï.npz"
+    targets = "tables/my\\ table.c tables/my\\ table.h tables/a+b,c@d!{e}~f.npz tables/ünï.npz"
     assert text == f"{targets}: cfg\\ dir/pos\\ enc.toml\n"
     # Outside the current directory: absolute (as CMake names files outside its build tree).
     inside = tmp_path / "cfg dir"
@@ -454,16 +454,30 @@ def test_depfile_lists_every_output_then_the_manifest_escaped(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("name", ["a:b.h", "a%b.h", "a*b.h", "a?b.h", "lib(x).h", "a[1].h", "a;b.h", "a=b.h",
-                                  "a\\b.h", "a\tb.h", "a|b.h", "a'b.h", "~a.h"])  # fmt: skip
+                                  "a\\b.h", "a\tb.h", "a|b.h", "a'b.h", "~a.h", "a$b.h", "a#b.h",
+                                  "a<b>.h"])  # fmt: skip
 def test_depfile_refuses_names_make_and_ninja_read_differently(tmp_path, monkeypatch, name):
+    """tests/test_build_names.py walks names through every reader; here, the library's error and the command's."""
     monkeypatch.chdir(tmp_path)
     manifest = write(tmp_path, f'[[table]]\ncommand = "alibi"\nheads = 2\noutput = {json.dumps(name)}\n')
-    with pytest.raises(posenc_cli.SpecError, match="cannot name .* in a depfile") as info:
+    with pytest.raises(posenc_cli.SpecError, match="cannot give .* to a build tool") as info:
         building.depfile_text(building.load_manifest(manifest))
-    assert info.value.param == "depfile"
+    assert info.value.param == "manifest"
     # The command checks before it writes anything.
-    assert_one_line_error(run("build", "--depfile", "t.d"), 2, "--depfile", "rename the file")
+    assert_one_line_error(run("build", "--depfile", "t.d"), 2, "table #1", repr(name), "rename the file")
     assert os.listdir(tmp_path) == ["posenc.toml"]
+
+
+def test_a_command_line_folder_no_depfile_can_name_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """The manifest's names are fine; the --output-dir, spelled in the depfile, is not: --depfile and --list-outputs
+    (run from the same folder) refuse it alike, naming it."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID)
+    (tmp_path / "out(1)").mkdir()
+    for args in (["--depfile", "out(1)/t.d"], ["--list-outputs"]):
+        result = run("build", "--output-dir", "out(1)", *args)
+        assert_one_line_error(result, 2, "cannot name 'out(1)/ok.h' in a depfile", "'('", "rename the folder")
+    assert sorted(os.listdir(tmp_path)) == ["out(1)", "posenc.toml"] and os.listdir(tmp_path / "out(1)") == []
 
 
 def test_an_unwritable_depfile_exits_1_before_any_table_is_written(tmp_path, monkeypatch):
@@ -685,12 +699,10 @@ def test_make_dirs_creates_the_output_folders_only_inside_the_output_root(tmp_pa
     manifest = _manifest(tmp_path / "m", "deep/er/pe.h", "../escape/pe.h")
     out = tmp_path / "build" / "gen"
     (tmp_path / "build").mkdir()
-    result = CliRunner().invoke(
-        cli, ["build", str(manifest), "--output-dir", str(out), "--make-dirs", "--list-outputs"]
-    )
-    # The escaping entry gets no folder: the manifest is refused (an output outside its root), nothing written.
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--output-dir", str(out), "--make-dirs"])
+    # The escaping entry is refused (an output outside its root) before any folder is made: its neighbour's neither.
     assert result.exit_code == 2 and "../escape/pe.h" in result.output and result.stdout == ""
-    assert (out / "deep" / "er").is_dir() and not (tmp_path / "build" / "escape").exists()
+    assert list((tmp_path / "build").iterdir()) == []
     # A link inside the root that leads out of it is not followed to create folders there.
     target = tmp_path / "elsewhere"
     target.mkdir()
@@ -720,4 +732,27 @@ def test_list_outputs_refuses_names_a_build_system_would_misread(tmp_path, name)
     """One path a line, for CMake lists: a newline, ';' or brackets in a name are refused, as a depfile refuses them."""
     manifest = _manifest(tmp_path / "m", name)
     result = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs"])
-    assert result.exit_code == 2 and "in a depfile" in result.output and result.stdout == ""
+    assert result.exit_code == 2 and "to a build tool" in result.output and result.stdout == ""
+
+
+def test_a_run_that_writes_nothing_creates_no_folder_and_says_would_create(tmp_path):
+    """--list-outputs and --check write nothing, not even the folders --make-dirs makes for a build; --check says
+    "would create" for an output whose folder is missing, as for one whose folder exists (exit 1)."""
+    manifest = _manifest(tmp_path / "m", "top.h", "new/deeper/pe.c")
+    before = sorted(p.name for p in (tmp_path / "m").rglob("*"))
+    listed = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs", "--make-dirs"])
+    assert listed.exit_code == 0, listed.output
+    folder = (tmp_path / "m").resolve()
+    assert listed.stdout.splitlines() == [str(folder / n) for n in ("top.h", "new/deeper/pe.c", "new/deeper/pe.h")]
+    for flags in ([], ["--make-dirs"], ["--depfile", "t.d"]):
+        checked = CliRunner().invoke(cli, ["build", str(manifest), "--check", *flags])
+        assert checked.exit_code == 1 and checked.stdout == "", checked.output
+        paths = [tmp_path / "m" / n for n in ("top.h", "new/deeper/pe.c", "new/deeper/pe.h")]
+        assert checked.stderr.splitlines() == [f"would create {p}" for p in paths]
+    assert sorted(p.name for p in (tmp_path / "m").rglob("*")) == before
+    report = building.build(manifest, check=True)  # the library: the same report
+    assert [(f.path.name, f.status) for f in report.files] == [("top.h", "missing"), ("pe.c", "missing"),
+                                                                ("pe.h", "missing")]  # fmt: skip
+    # A build without --make-dirs still refuses the missing folder, before the first table is written.
+    assert_one_line_error(run("build", str(manifest)), 1, "table #2", "does not exist")
+    assert sorted(p.name for p in (tmp_path / "m").rglob("*")) == before

@@ -4,9 +4,10 @@ Errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; `
 would change.
 
 For build systems that must know a manifest's outputs before they run it (CMake's ``posenc_add_manifest``, Meson):
-``--list-outputs`` prints every file the build writes, one absolute path a line, and writes nothing; ``--make-dirs``
-first creates the folders the outputs go in (inside the output root only), so that a fresh build tree, which has
-none of them, can be listed and built.
+``--list-outputs`` prints every file the build writes, one absolute path a line, and writes nothing, not even the
+folders ``--make-dirs`` creates for a build (inside the output root only, so that a fresh build tree, which has
+none of them, can be built). ``--list-outputs``, ``--depfile`` and so CMake refuse the same names
+(:mod:`posenc_cli.build.names`), before anything is written.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ __all__ = ["build_command"]
     "--list-outputs",
     "list_outputs",
     is_flag=True,
-    help="Write nothing; print every file the build writes, one absolute path a line (for CMake, Meson).",
+    help="Write nothing, not even folders; print every file the build writes, one absolute path a line (for "
+    "CMake, Meson).",
 )
 @click.option(
     "--make-dirs",
@@ -117,28 +119,30 @@ def build_command(
       posenc build --list-outputs                    # every file it writes, one a line
     """
     if list_outputs:
-        clash = next(
-            (flag for flag, given in (("--check", check), ("--depfile", depfile), ("--json", as_json)) if given), None
-        )
+        given = (("--check", check), ("--depfile", depfile), ("--json", as_json))
+        clash = next((flag for flag, value in given if value), None)
         if clash is not None:
             raise click.UsageError(f"--list-outputs writes nothing and prints paths: it does not take {clash}", ctx)
     with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet=quiet, advice=verbose and not check):
-        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside, make_dirs=make_dirs)
+        # Read for a run that writes nothing first: no folder is made before every check below has passed.
+        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside, check=True)
         if list_outputs:
-            # The files a --check run reports are exactly those a build writes (a .npy's sidecar only when its
-            # table needs one): the same code decides both. A name no depfile can hold is refused here, before
-            # a build system declares it.
+            # A name a build tool cannot be given is refused before a build system declares it; then the files a
+            # --check run reports are exactly those a build writes (a .npy's sidecar only when its table needs
+            # one): the same code decides both.
+            building.depfile_text(plan, manifest)
             listed = building.build(plan, check=True, only=list(only) if only else None)
-            building.depfile_text(listed, manifest)
             for path in listed.paths:
                 click.echo(os.path.abspath(path))
             return
-        if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
-            if not depfile.strip():
-                raise SpecError(f"the depfile must be a file name, got {depfile!r}", param="depfile")
-            building.check_depfile(plan, depfile)
-            _atomic.check_writable(Path(depfile))
-            building.depfile_text(plan, manifest)
+        if not check:  # the depfile can be written, and name every path: before any work
+            if depfile is not None:
+                if not depfile.strip():
+                    raise SpecError(f"the depfile must be a file name, got {depfile!r}", param="depfile")
+                building.check_depfile(plan, depfile)
+                _atomic.check_writable(Path(depfile))
+                building.depfile_text(plan, manifest)
+            building.prepare(plan, make_dirs=make_dirs)
 
         def follow(entry: building.Entry, table: Table) -> AbstractContextManager[Table]:
             label = f"writing {entry.path.name}" if not check else f"checking {entry.path.name}"

@@ -63,7 +63,10 @@
 #   <manifest>  A posenc.toml (docs/build.md), relative to CMAKE_CURRENT_SOURCE_DIR. Its outputs are relative to
 #               OUTPUT_DIR (`posenc build --output-dir`), and are known at configure time: CMake runs
 #               `posenc build --list-outputs` then, and again whenever the manifest changes (it is a configure
-#               dependency). A bad manifest stops the configure step with posenc's one-line error.
+#               dependency). A bad manifest stops the configure step with posenc's one-line error, and so does an
+#               output or input named with a character a build tool would misread ('$', '#', ';', a leading '~',
+#               ...): posenc applies one rule to the names it lists, to its depfile and so to this function
+#               (docs/build.md, posenc_cli/build/names.py).
 #   OUTPUT_DIR  Where the outputs go (their folders are created); relative to CMAKE_CURRENT_BINARY_DIR.
 #               Default ${CMAKE_CURRENT_BINARY_DIR}/posenc. It is on the target's include path: an output
 #               "tables/pe.h" is #include "tables/pe.h".
@@ -698,7 +701,7 @@ function(posenc_add_manifest target manifest)
   _posenc_command("${_fn}" _posenc _version)
   string(MD5 _hash "${_manifest}|${_dir}")
   string(SUBSTRING "${_hash}" 0 8 _hash)
-  set(_build ${_posenc} build "${_manifest}" --output-dir "${_dir}" --make-dirs)
+  set(_build ${_posenc} build "${_manifest}" --output-dir "${_dir}")
 
   # The outputs, known now: the manifest is read again whenever it changes (a configure dependency).
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_manifest}")
@@ -716,7 +719,8 @@ function(posenc_add_manifest target manifest)
     endif()
     message(FATAL_ERROR "${_fn}: posenc cannot build ${_manifest}:\n${_err}")
   endif()
-  # One absolute path a line; posenc refuses names a depfile cannot hold (newlines, ';', brackets among them).
+  # One absolute path a line. posenc refuses, here as in its depfile, every name a build tool would misread
+  # (posenc_cli/build/names.py: '$', '#', ';', newlines, a leading '~', ...): the one rule, applied by posenc.
   string(REGEX REPLACE "\n$" "" _listed "${_listed}")
   string(REPLACE "\n" ";" _listed "${_listed}")
   set(_outputs "")
@@ -739,7 +743,7 @@ function(posenc_add_manifest target manifest)
   if(_new)
     file(MAKE_DIRECTORY "${_dir}")
     set(_depfile "${_dir}/.posenc-${_hash}.d")  # inside the output root, where posenc build lets it go
-    set(_command ${_build} --depfile "${_depfile}" --quiet)
+    set(_command ${_build} --make-dirs --depfile "${_depfile}" --quiet)
     get_filename_component(_stem "${_manifest}" NAME_WE)
     string(MAKE_C_IDENTIFIER "${_stem}" _stem)
     set(_params "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/posenc/${_stem}-${_hash}.params")
