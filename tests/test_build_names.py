@@ -2,7 +2,7 @@
 the depfile and CMake's ``posenc_add_manifest`` accept exactly the same names, and a refused name writes nothing.
 
 Every name of :data:`NAMES` is walked through each reader for real: the CLI's ``--list-outputs`` and ``--depfile``
-runs; for an accepted name, Ninja reading the depfile (a second run does nothing, a touched manifest
+runs; for an accepted name, Ninja and GNU make reading the depfile (a second run does nothing, a touched manifest
 reruns posenc once: they found the files the depfile names); and CMake configuring, generating and building a
 project with Ninja, whose build breaks when CMake's rewrite of the depfile spoils a name (``$``: posenc would run at
 every build). The expected answers are written here, not taken from the code under test.
@@ -89,7 +89,7 @@ def test_list_outputs_and_the_depfile_give_the_same_answer(tmp_path, monkeypatch
     monkeypatch.chdir(folder)
     listed = CliRunner().invoke(cli, ["build", "--list-outputs", "--make-dirs"])
     assert files_under(folder) == ["posenc.toml"]  # --list-outputs writes nothing, not even folders
-    built = CliRunner().invoke(cli, ["build", "--depfile", "posenc.d", "--make-dirs"])
+    built = CliRunner().invoke(cli, ["build", "--depfile", "posenc.d", "--stamp", "posenc.stamp", "--make-dirs"])
     if not NAMES[name]:
         for result in (listed, built):
             assert result.exit_code == 2 and result.stdout == "", (result.exit_code, result.output)
@@ -100,29 +100,39 @@ def test_list_outputs_and_the_depfile_give_the_same_answer(tmp_path, monkeypatch
         return
     assert listed.exit_code == 0 and built.exit_code == 0, (listed.output, built.output)
     assert listed.stdout.splitlines() == [str(folder.resolve() / "first.h"), str(folder.resolve() / name)]
-    assert (folder / name).is_file()
-    assert (folder / "posenc.d").read_text().endswith(": posenc.toml\n")
+    assert (folder / name).is_file() and (folder / "posenc.stamp").is_file()
+    assert (folder / "posenc.d").read_text() == "posenc.stamp: posenc.toml\n"
 
 
 @pytest.mark.parametrize("name", ACCEPTED)
-def test_ninja_reads_an_accepted_name_from_the_depfile(tmp_path, name):
-    """Ninja (restat) builds the outputs the depfile names, then does nothing, and reruns posenc once when the
-    manifest is touched."""
-    ninja = require_tool("ninja")
-    folder = tmp_path / "ninja"
-    folder.mkdir()
-    (folder / "posenc.toml").write_text(manifest_text(name))
-    (folder / "build.ninja").write_text(
-        f"rule posenc\n  command = {POSENC} build posenc.toml --depfile posenc.d -q\n  depfile = posenc.d\n"
-        f"  restat = 1\nbuild first.h {name.replace(' ', '$ ')}: posenc\n"
-    )
-    nothing = "ninja: no work to do."
-    assert "posenc_cli build" in _run([ninja], folder)
-    assert (folder / name).is_file()
-    assert nothing in _run([ninja], folder)
-    touch_later(folder / "posenc.toml", folder)
-    assert "posenc_cli build" in _run([ninja], folder)
-    assert nothing in _run([ninja], folder)
+def test_ninja_and_make_read_an_accepted_name_from_the_depfile(tmp_path, name):
+    """Ninja (restat) and make (a stamp) build the outputs the depfile names, then do nothing, and rerun posenc
+    once when the manifest is touched."""
+    ninja, make = require_tool("ninja"), require_tool("make")
+    in_ninja, in_make = name.replace(" ", "$ "), name.replace(" ", "\\ ")  # each file's own escape of a space
+    for tool in ("ninja", "make"):
+        folder = tmp_path / tool
+        folder.mkdir()
+        (folder / "posenc.toml").write_text(manifest_text(name))
+        if tool == "ninja":
+            (folder / "build.ninja").write_text(
+                f"rule posenc\n  command = {POSENC} build posenc.toml --depfile posenc.d -q\n  depfile = posenc.d\n"
+                f"  restat = 1\nbuild first.h {in_ninja}: posenc\n"
+            )
+            command, nothing = [ninja], "ninja: no work to do."
+        else:
+            (folder / "Makefile").write_text(
+                f"TABLES := first.h {in_make}\nall: $(TABLES)\n"
+                f"posenc.stamp:\n\t{POSENC} build posenc.toml --depfile posenc.d --stamp $@ -q\n"
+                "$(TABLES): posenc.stamp ;\n-include posenc.d\n"
+            )
+            command, nothing = [make], "Nothing to be done for 'all'"
+        assert "posenc_cli build" in _run(command, folder)
+        assert (folder / name).is_file()
+        assert nothing in _run(command, folder)
+        touch_later(folder / "posenc.toml", folder)
+        assert "posenc_cli build" in _run(command, folder)
+        assert nothing in _run(command, folder)
 
 
 def test_cmake_gives_every_name_the_same_answer(tmp_path, posenc_wrapper):  # noqa: F811

@@ -5,6 +5,7 @@
 - :mod:`~posenc_cli.build.depfile`: the make rule for CMake's ``DEPFILE``, Ninja and make;
 - :mod:`~posenc_cli.build.names`: the one rule for the names given to build tools (``--list-outputs``, the depfile,
   CMake);
+- :mod:`~posenc_cli.build.stamp`: the stamp make rules use (``--stamp``);
 - here: :func:`build`, which writes each entry's file as ``posenc <command> ... -o <output>`` writes it, byte for
   byte (the table built by its kind, written with :func:`posenc_cli.api.save`: atomic; a file that already holds
   the new bytes is left untouched, mtime included), its C provenance comment recording that command.
@@ -39,12 +40,13 @@ from .manifest import (
 )
 from .names import name_problem
 from .report import BuildReport, FileReport, TableReport
+from .stamp import STAMP_TEXT, check_stamp, touch_stamp
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["DEFAULT_MANIFEST", "KEYS", "MAX_KEY_PARTS", "MAX_MANIFEST", "BuildReport", "Entry", "FileReport"]
-__all__ += ["Manifest", "TableReport", "build", "check_build_names", "check_depfile", "depfile_text", "load_manifest"]
-__all__ += ["name_problem", "prepare", "write_depfile"]
+__all__ = ["DEFAULT_MANIFEST", "KEYS", "MAX_KEY_PARTS", "MAX_MANIFEST", "STAMP_TEXT", "BuildReport", "Entry"]
+__all__ += ["FileReport", "Manifest", "TableReport", "build", "check_build_names", "check_depfile", "check_stamp"]
+__all__ += ["depfile_text", "load_manifest", "name_problem", "prepare", "touch_stamp", "write_depfile"]
 
 _C_OPTIONS = tuple(sorted(C_OPTIONS))
 #: ``progress(entry, table)``: a context manager giving the table to write in ``table``'s place.

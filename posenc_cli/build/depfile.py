@@ -3,9 +3,10 @@
 :func:`depfile_text` gives one make rule, ``out1 out2 ...: manifest inputs...``, for CMake's
 ``add_custom_command(OUTPUT ... DEPFILE ...)``, Ninja's ``depfile =`` and make's ``-include``. The targets are every
 file the build wrote, in manifest order (an entry's file, then the companion it writes beside it): Ninja wants the
-first to be its edge's first output and every one to be a declared output. The prerequisites are the manifest and
-the files its entries read (checkpoints). Paths are relative to the current directory (where make, Ninja and
-CMake's custom commands run) when they lie under it, else absolute.
+first to be its edge's first output and every one to be a declared output; with a stamp (``posenc build --stamp``)
+the one target is the stamp. The prerequisites are the manifest and the files its entries read (checkpoints).
+Paths are relative to the current directory (where make, Ninja and CMake's custom commands run) when they lie under
+it, else absolute.
 
 Every path is one a build tool can be given (:mod:`~posenc_cli.build.names`, the rule ``--list-outputs`` and
 CMake's ``posenc_add_manifest`` apply too): the manifest's own names are checked as it spells them, so the answer
@@ -15,9 +16,10 @@ GNU make, Ninja (1.10+) and CMake's rewrite of the depfile all read. ``posenc bu
 writes nothing).
 
 Build rules: Ninja and CMake's Ninja generators restat the outputs (``restat = 1``), so an output posenc left
-untouched rebuilds nothing downstream; make compares time stamps only, so a make recipe should ``touch`` its
-outputs after ``posenc build`` (as ``cmake/posenc.cmake`` does), or posenc reruns at every build once the manifest
-is newer than an unchanged output.
+untouched rebuilds nothing downstream. make compares time stamps only: once the manifest is newer than an output
+posenc leaves untouched, make would rerun posenc at every build. The remedy is a stamp, the rule's one target,
+which ``posenc build --stamp`` updates at every successful run; the outputs depend on it with an empty recipe, so
+make looks at their own time stamps again and rebuilds only what depends on a changed table (docs/build.md).
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ __all__ = ["check_build_names", "check_depfile", "check_side_file", "depfile_tex
 
 
 def check_side_file(manifest: Manifest, path: PathLike, what: str, param: str) -> None:
-    """``SpecError`` (``param``) when ``path``, a file the build writes besides the outputs (the depfile), is the
-    manifest or one of its outputs, or resolves outside the manifest's root (see :func:`load_manifest`; a link
-    placed where it goes cannot send it elsewhere). ``what`` names it: "the depfile"."""
+    """``SpecError`` (``param``) when ``path``, a file the build writes besides the outputs (the depfile, the
+    stamp), is the manifest or one of its outputs, or resolves outside the manifest's root (see
+    :func:`load_manifest`; a link placed where it goes cannot send it elsewhere). ``what`` names it: "the depfile"."""
     shown = f"{what} {str(path)!r}"
     real = os.path.realpath(path)
     if real == os.path.realpath(manifest.path):
@@ -86,9 +88,10 @@ def depfile_text(
     manifest: PathLike | None = None,
     *,
     relative_to: PathLike | None = None,
+    stamp: PathLike | None = None,
 ) -> str:
-    """A make-style depfile: every file of ``report`` depends on ``manifest`` (by default the report's) and on the
-    files its entries read (a ``bias`` checkpoint).
+    """A make-style depfile: every file of ``report`` (or the ``stamp`` alone) depends on ``manifest`` (by default
+    the report's) and on the files its entries read (a ``bias`` checkpoint).
 
     Paths are relative to ``relative_to`` (by default the current directory) when they lie under it, else absolute,
     with a space escaped as the module's docstring says. A name of the manifest that build tools cannot all read
@@ -103,15 +106,17 @@ def depfile_text(
     check_build_names(report)
     base = os.path.abspath(relative_to if relative_to is not None else os.curdir)
     source = report.manifest if isinstance(report, BuildReport) else report.path
-    targets = " ".join(_make_word(_spelled(p, base)) for p in report.paths)
+    targets = " ".join(_make_word(_spelled(p, base)) for p in ([stamp] if stamp is not None else report.paths))
     prerequisites = [manifest if manifest is not None else source, *report.inputs]
     return f"{targets}: {' '.join(_make_word(_spelled(p, base)) for p in prerequisites)}\n"
 
 
-def write_depfile(path: PathLike, report: BuildReport | Manifest, manifest: PathLike | None = None) -> Path:
+def write_depfile(
+    path: PathLike, report: BuildReport | Manifest, manifest: PathLike | None = None, *, stamp: PathLike | None = None
+) -> Path:
     """Write :func:`depfile_text` (paths relative to the current directory) to ``path``, atomically; an unchanged
     depfile is left untouched."""
-    text = depfile_text(report, manifest)
+    text = depfile_text(report, manifest, stamp=stamp)
     target = Path(os.fspath(path))
     with _atomic.atomic_outputs([target]) as (fp,):
         fp.write(os.fsencode(text))
