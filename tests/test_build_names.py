@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from posenc_cli.build import name_problem
+from posenc_cli.build.names import ALLOWED
 from posenc_cli.cli import cli
 
 from .conftest import require_tool, touch_later
@@ -76,9 +77,11 @@ def _run(command: list[str], cwd: Path) -> str:
 POSENC = f"{shlex.quote(sys.executable)} -m posenc_cli"
 
 
-def test_the_rule_is_the_table_above():
-    """The answers this file expects are the rule's (each case below then checks every reader against them)."""
+def test_the_rule_is_the_table_above_and_docs_state_it():
+    """The answers this file expects are the rule's (each case below then checks every reader against them), and
+    docs/build.md states the rule as the error messages do."""
     assert {name: name_problem(name) is None for name in NAMES} == NAMES
+    assert ALLOWED in " ".join((REPO / "docs" / "build.md").read_text().split())
 
 
 @pytest.mark.parametrize("name", list(NAMES))
