@@ -474,9 +474,9 @@ def test_a_command_line_folder_no_depfile_can_name_is_refused_before_anything_is
     monkeypatch.chdir(tmp_path)
     write(tmp_path, VALID)
     (tmp_path / "out(1)").mkdir()
-    for args in (["--depfile", "out(1)/t.d"], ["--list-outputs"]):
+    for args, option in ((["--depfile", "out(1)/t.d"], "'--depfile'"), (["--list-outputs"], "Invalid value: ")):
         result = run("build", "--output-dir", "out(1)", *args)
-        assert_one_line_error(result, 2, "cannot name 'out(1)/ok.h' in a depfile", "'('", "rename the folder")
+        assert_one_line_error(result, 2, option, "cannot name 'out(1)/ok.h' in a depfile", "'('", "rename the folder")
     assert sorted(os.listdir(tmp_path)) == ["out(1)", "posenc.toml"] and os.listdir(tmp_path / "out(1)") == []
 
 

@@ -141,7 +141,10 @@ def build_command(
             # A name a build tool cannot be given is refused before a build system declares it; then the files a
             # --check run reports are exactly those a build writes (a .npy's sidecar only when its table needs
             # one): the same code decides both.
-            building.depfile_text(plan, manifest)
+            try:
+                building.depfile_text(plan, manifest)
+            except SpecError as exc:  # a folder of the command line: no --depfile to blame here
+                raise SpecError(str(exc)) if exc.param == "depfile" else exc from None
             listed = building.build(plan, check=True, only=list(only) if only else None)
             for path in listed.paths:
                 click.echo(os.path.abspath(path))
