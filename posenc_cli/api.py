@@ -100,8 +100,18 @@ class Output:
     paths: tuple[Path, ...]
 
 
-def plan(path: PathLike, *, format: str | None = None, name: str | None = None, check_paths: bool = True) -> Output:
+def plan(
+    path: PathLike,
+    *,
+    format: str | None = None,
+    name: str | None = None,
+    check_paths: bool = True,
+    missing_dirs: bool = False,
+) -> Output:
     """Check an output before any work is done: format known, name valid, every file writable.
+
+    With ``missing_dirs`` a file whose folder does not exist yet is no error: a ``--check`` run, which writes
+    nothing, reports it as a file that would be created, and ``posenc build --make-dirs`` creates the folder.
 
     Raises
     ------
@@ -137,6 +147,8 @@ def plan(path: PathLike, *, format: str | None = None, name: str | None = None, 
     # (check_companion): its name must not refuse an output that will never have it.
     certain = paths if fmt.companion is None or fmt.companion.when is None else paths[:1]
     for p in certain if check_paths else ():
+        if missing_dirs and not os.path.lexists(os.path.dirname(os.path.realpath(p))):
+            continue
         _atomic.check_writable(p)
     return Output(fmt, table_name, tuple(paths))
 
@@ -162,10 +174,10 @@ def save(
     user did not name that file, so a foreign one is refused (``OutputError`` naming both paths, nothing written)
     unless ``force``.
 
-    With ``check=True`` nothing is written: the result is the paths whose content would change (missing or
-    different; an empty list means every output is up to date). With ``stdout`` (a binary stream) the one output is
-    built in full in a temporary file, then copied to the stream; ``path`` then only names the format and table
-    (``"-"`` with ``format=``), nothing is written to disk and the result is empty.
+    With ``check=True`` nothing is written: the result is the paths whose content would change (missing, a folder
+    not made yet included, or different; an empty list means every output is up to date). With ``stdout`` (a binary
+    stream) the one output is built in full in a temporary file, then copied to the stream; ``path`` then only names
+    the format and table (``"-"`` with ``format=``), nothing is written to disk and the result is empty.
 
     Parameters
     ----------
@@ -209,7 +221,7 @@ def save(
             table = table.part(part)
         except KeyError as exc:
             raise SpecError(str(exc.args[0]), param="part") from None
-    out = plan(path, format=format, name=name, check_paths=stdout is None)
+    out = plan(path, format=format, name=name, check_paths=stdout is None, missing_dirs=check)
     if out.format.single and len(table.arrays) > 1:
         raise SpecError(
             f"this {table.kind} table holds {len(table.arrays)} arrays ({', '.join(table.arrays)}) and "

@@ -20,7 +20,7 @@ import posenc_cli
 from posenc_cli import build as building
 from posenc_cli.cli import cli
 
-from .conftest import require_tool
+from .conftest import require_tool, touch_later
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -438,12 +438,12 @@ def test_depfile_lists_every_output_then_the_manifest_escaped(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     entries = "".join(
         f'[[table]]\ncommand = "alibi"\nheads = 2\noutput = "{name}"\n'
-        for name in ("tables/my table.c", "tables/a#b.npz", "tables/$x.npz", "tables/ünï.npz")
+        for name in ("tables/my table.c", "tables/a+b,c@d!{e}~f.npz", "tables/ünï.npz")
     )
     (tmp_path / "tables").mkdir()
     manifest = write(tmp_path / "cfg dir", entries, "pos enc.toml")
     text = building.depfile_text(building.load_manifest(manifest, output_dir=tmp_path))
-    targets = "tables/my\\ table.c tables/my\\ table.h tables/a\\#b.npz tables/$$x.npz tables/ünï.npz"
+    targets = "tables/my\\ table.c tables/my\\ table.h tables/a+b,c@d!{e}~f.npz tables/ünï.npz"
     assert text == f"{targets}: cfg\\ dir/pos\\ enc.toml\n"
     # Outside the current directory: absolute (as CMake names files outside its build tree).
     inside = tmp_path / "cfg dir"
@@ -454,16 +454,30 @@ def test_depfile_lists_every_output_then_the_manifest_escaped(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("name", ["a:b.h", "a%b.h", "a*b.h", "a?b.h", "lib(x).h", "a[1].h", "a;b.h", "a=b.h",
-                                  "a\\b.h", "a\tb.h", "a|b.h", "a'b.h", "~a.h"])  # fmt: skip
+                                  "a\\b.h", "a\tb.h", "a|b.h", "a'b.h", "~a.h", "a$b.h", "a#b.h",
+                                  "a<b>.h"])  # fmt: skip
 def test_depfile_refuses_names_make_and_ninja_read_differently(tmp_path, monkeypatch, name):
+    """tests/test_build_names.py walks names through every reader; here, the library's error and the command's."""
     monkeypatch.chdir(tmp_path)
     manifest = write(tmp_path, f'[[table]]\ncommand = "alibi"\nheads = 2\noutput = {json.dumps(name)}\n')
-    with pytest.raises(posenc_cli.SpecError, match="cannot name .* in a depfile") as info:
+    with pytest.raises(posenc_cli.SpecError, match="cannot give .* to a build tool") as info:
         building.depfile_text(building.load_manifest(manifest))
-    assert info.value.param == "depfile"
+    assert info.value.param == "manifest"
     # The command checks before it writes anything.
-    assert_one_line_error(run("build", "--depfile", "t.d"), 2, "--depfile", "rename the file")
+    assert_one_line_error(run("build", "--depfile", "t.d"), 2, "table #1", repr(name), "rename the file")
     assert os.listdir(tmp_path) == ["posenc.toml"]
+
+
+def test_a_command_line_folder_no_depfile_can_name_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """The manifest's names are fine; the --output-dir, spelled in the depfile, is not: --depfile and --list-outputs
+    (run from the same folder) refuse it alike, naming it."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID)
+    (tmp_path / "out(1)").mkdir()
+    for args, option in ((["--depfile", "out(1)/t.d"], "'--depfile'"), (["--list-outputs"], "Invalid value: ")):
+        result = run("build", "--output-dir", "out(1)", *args)
+        assert_one_line_error(result, 2, option, "cannot name 'out(1)/ok.h' in a depfile", "'('", "rename the folder")
+    assert sorted(os.listdir(tmp_path)) == ["out(1)", "posenc.toml"] and os.listdir(tmp_path / "out(1)") == []
 
 
 def test_an_unwritable_depfile_exits_1_before_any_table_is_written(tmp_path, monkeypatch):
@@ -510,32 +524,67 @@ def _later(path: Path, root: Path) -> None:
 TWO_TABLES = f'{VALID}\n[[table]]\ncommand = "rope"\noutput = "rope 1.npz"\nseq_len = 8\nhead_dim = 4\n'
 
 
-def test_make_reruns_posenc_only_when_the_manifest_changes(tmp_path):
+def documented_makefile() -> str:
+    """The Makefile docs/build.md shows (its one ``make`` block)."""
+    text = (REPO / "docs" / "build.md").read_text()
+    (block,) = [part.split("```", 1)[0] for part in text.split("```make\n")[1:]]
+    return block
+
+
+STAMPED = (
+    '[[table]]\ncommand = "generate"\noutput = "tables/pe.h"\nseq_len = 4\nd_model = 4\n'
+    '[[table]]\ncommand = "rope"\noutput = "tables/rope.npz"\nseq_len = 8\nhead_dim = 4\n'
+)
+
+
+def test_the_documented_makefile_reruns_posenc_once_and_rebuilds_only_what_changed(tmp_path):
+    """make compares time stamps only, and posenc leaves unchanged outputs untouched: the stamp of docs/build.md
+    (posenc build --stamp, the depfile naming it) makes a touched manifest rerun posenc once, then nothing; a real
+    change rebuilds what depends on the changed table; a deleted table comes back."""
     make = require_tool("make")
-    version = subprocess.run([make, "--version"], capture_output=True, text=True).stdout.split()
-    if tuple(int(v) for v in version[2].split(".")[:2]) < (4, 3):
-        pytest.skip("grouped targets (&:) need GNU make 4.3")
-    write(tmp_path, TWO_TABLES)
-    # No explicit dependency on the manifest: only the depfile says it. make compares time stamps only, so the
-    # recipe touches its outputs (posenc leaves unchanged ones alone), as cmake/posenc.cmake does.
-    (tmp_path / "Makefile").write_text(
-        f"all: ok.h rope\\ 1.npz\nok.h rope\\ 1.npz &:\n"
-        f"\t{shlex.quote(sys.executable)} -m posenc_cli build posenc.toml --depfile posenc.d\n"
-        "\ttouch ok.h 'rope 1.npz'\n-include posenc.d\n"
-    )
-    assert "posenc_cli build" in _run([make], tmp_path).stdout
-    assert (tmp_path / "posenc.d").read_text() == "ok.h rope\\ 1.npz: posenc.toml\n"
-    stamps = snapshot(tmp_path)
-    assert "posenc_cli" not in _run([make], tmp_path).stdout
-    assert subprocess.run([make, "-q"], cwd=tmp_path).returncode == 0 and snapshot(tmp_path) == stamps
-    _later(tmp_path / "posenc.toml", tmp_path)
-    assert subprocess.run([make, "-q"], cwd=tmp_path).returncode == 1
-    assert "posenc_cli build" in _run([make], tmp_path).stdout
-    assert subprocess.run([make, "-q"], cwd=tmp_path).returncode == 0
-    (tmp_path / "posenc.toml").write_text(TWO_TABLES.replace("seq_len = 8", "seq_len = 9"))
-    _later(tmp_path / "posenc.toml", tmp_path)
-    _run([make], tmp_path)
-    assert posenc_cli.load(tmp_path / "rope 1.npz").arrays["cos"].shape == (9, 4)
+    require_tool("cc")
+    makefile = documented_makefile()
+    assert "posenc build posenc.toml" in makefile and "--stamp $@" in makefile
+    posenc = f"{shlex.quote(sys.executable)} -m posenc_cli"
+    (tmp_path / "Makefile").write_text(makefile.replace("posenc build", f"{posenc} build"))
+    write(tmp_path, STAMPED)
+    (tmp_path / "main.c").write_text('#include <stdio.h>\n#include "tables/pe.h"\n'
+                                     'int main(void) { printf("%d\\n", PE_D_MODEL); return 0; }\n')  # fmt: skip
+    tables = [tmp_path / "tables" / "pe.h", tmp_path / "tables" / "rope.npz"]
+
+    def make_run() -> str:
+        return _run([make], tmp_path).stdout
+
+    def printed() -> str:
+        return subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, check=True).stdout
+
+    ran = make_run()
+    assert "posenc_cli build" in ran and " -o app " in ran, ran
+    assert printed() == "4\n"
+    assert (tmp_path / "posenc.d").read_text() == "posenc.stamp: posenc.toml\n"
+    assert (tmp_path / "posenc.stamp").read_bytes() == building.STAMP_TEXT
+    ran = make_run()
+    assert "posenc_cli" not in ran and "'app' is up to date" in ran, ran
+    # Touched, same content: posenc runs once, leaves the tables untouched, nothing is recompiled.
+    stamps = {p: p.stat().st_mtime_ns for p in [*tables, tmp_path / "app"]}
+    touch_later(tmp_path / "posenc.toml", tmp_path)
+    ran = make_run()
+    assert "posenc_cli build" in ran and " -o app " not in ran, ran
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    ran = make_run()
+    assert "posenc_cli" not in ran and "'app' is up to date" in ran, ran
+    # A real change: the table changes and the program is rebuilt, once.
+    (tmp_path / "posenc.toml").write_text(STAMPED.replace("d_model = 4", "d_model = 6"))
+    touch_later(tmp_path / "posenc.toml", tmp_path)
+    ran = make_run()
+    assert "posenc_cli build" in ran and " -o app " in ran, ran
+    assert printed() == "6\n" and (tmp_path / "tables" / "rope.npz").stat().st_mtime_ns == stamps[tables[1]]
+    assert "'app' is up to date" in make_run()
+    # A table deleted since the last build is made again, and only what depends on a changed table is rebuilt.
+    tables[1].unlink()
+    ran = make_run()
+    assert "posenc_cli build" in ran and " -o app " not in ran and tables[1].is_file(), ran
+    assert "'app' is up to date" in make_run()
 
 
 def test_ninja_reruns_posenc_when_the_manifest_changes_and_restats_its_outputs(tmp_path):
@@ -685,12 +734,10 @@ def test_make_dirs_creates_the_output_folders_only_inside_the_output_root(tmp_pa
     manifest = _manifest(tmp_path / "m", "deep/er/pe.h", "../escape/pe.h")
     out = tmp_path / "build" / "gen"
     (tmp_path / "build").mkdir()
-    result = CliRunner().invoke(
-        cli, ["build", str(manifest), "--output-dir", str(out), "--make-dirs", "--list-outputs"]
-    )
-    # The escaping entry gets no folder: the manifest is refused (an output outside its root), nothing written.
+    result = CliRunner().invoke(cli, ["build", str(manifest), "--output-dir", str(out), "--make-dirs"])
+    # The escaping entry is refused (an output outside its root) before any folder is made: its neighbour's neither.
     assert result.exit_code == 2 and "../escape/pe.h" in result.output and result.stdout == ""
-    assert (out / "deep" / "er").is_dir() and not (tmp_path / "build" / "escape").exists()
+    assert list((tmp_path / "build").iterdir()) == []
     # A link inside the root that leads out of it is not followed to create folders there.
     target = tmp_path / "elsewhere"
     target.mkdir()
@@ -720,4 +767,87 @@ def test_list_outputs_refuses_names_a_build_system_would_misread(tmp_path, name)
     """One path a line, for CMake lists: a newline, ';' or brackets in a name are refused, as a depfile refuses them."""
     manifest = _manifest(tmp_path / "m", name)
     result = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs"])
-    assert result.exit_code == 2 and "in a depfile" in result.output and result.stdout == ""
+    assert result.exit_code == 2 and "to a build tool" in result.output and result.stdout == ""
+
+
+def test_a_run_that_writes_nothing_creates_no_folder_and_says_would_create(tmp_path):
+    """--list-outputs and --check write nothing, not even the folders --make-dirs makes for a build; --check says
+    "would create" for an output whose folder is missing, as for one whose folder exists (exit 1)."""
+    manifest = _manifest(tmp_path / "m", "top.h", "new/deeper/pe.c")
+    before = sorted(p.name for p in (tmp_path / "m").rglob("*"))
+    listed = CliRunner().invoke(cli, ["build", str(manifest), "--list-outputs", "--make-dirs"])
+    assert listed.exit_code == 0, listed.output
+    folder = (tmp_path / "m").resolve()
+    assert listed.stdout.splitlines() == [str(folder / n) for n in ("top.h", "new/deeper/pe.c", "new/deeper/pe.h")]
+    for flags in ([], ["--make-dirs"], ["--depfile", "t.d", "--stamp", "t.stamp"]):
+        checked = CliRunner().invoke(cli, ["build", str(manifest), "--check", *flags])
+        assert checked.exit_code == 1 and checked.stdout == "", checked.output
+        paths = [tmp_path / "m" / n for n in ("top.h", "new/deeper/pe.c", "new/deeper/pe.h")]
+        assert checked.stderr.splitlines() == [f"would create {p}" for p in paths]
+    assert sorted(p.name for p in (tmp_path / "m").rglob("*")) == before
+    report = building.build(manifest, check=True)  # the library: the same report
+    assert [(f.path.name, f.status) for f in report.files] == [("top.h", "missing"), ("pe.c", "missing"),
+                                                                ("pe.h", "missing")]  # fmt: skip
+    # A build without --make-dirs still refuses the missing folder, before the first table is written.
+    assert_one_line_error(run("build", str(manifest)), 1, "table #2", "does not exist")
+    assert sorted(p.name for p in (tmp_path / "m").rglob("*")) == before
+
+
+# ------------------------------------------------------------------------------------------ --stamp (make)
+def test_the_stamp_is_written_once_then_only_its_time_changes_and_the_depfile_names_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID)
+    assert run("build", "--stamp", "s.stamp", "--depfile", "t.d").exit_code == 0
+    stamp = tmp_path / "s.stamp"
+    assert stamp.read_bytes() == building.STAMP_TEXT and (tmp_path / "t.d").read_text() == "s.stamp: posenc.toml\n"
+    inode, table = stamp.stat().st_ino, snapshot(tmp_path)["ok.h"]
+    os.utime(stamp, ns=(0, 0))  # as old as can be: a run must set it to now
+    assert run("build", "--stamp", "s.stamp").exit_code == 0
+    assert stamp.stat().st_mtime_ns >= (tmp_path / "posenc.toml").stat().st_mtime_ns
+    assert stamp.stat().st_ino == inode and stamp.read_bytes() == building.STAMP_TEXT  # touched, not rewritten
+    assert snapshot(tmp_path)["ok.h"] == table  # the unchanged table is left alone
+    # --check writes nothing: neither the stamp nor its time.
+    os.utime(stamp, ns=(0, 0))
+    assert run("build", "--stamp", "s.stamp", "--check").exit_code == 0 and stamp.stat().st_mtime_ns == 0
+
+
+def test_a_stamp_that_is_another_file_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """--stamp main.c by mistake: posenc never touches a file it did not write, and writes nothing else either."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID)
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    os.utime(tmp_path / "main.c", ns=(0, 0))
+    before = snapshot(tmp_path)
+    assert_one_line_error(run("build", "--stamp", "main.c", "--depfile", "t.d"), 1, "'main.c'", "posenc did not write")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--stamp", "s", "--only", "ok.h"], "--stamp says that every output is built: it does not take --only"),
+        (["--stamp", "s", "--list-outputs"], "--list-outputs writes nothing and prints paths: it does not take --st"),
+        (["--stamp", "posenc.toml"], "the stamp 'posenc.toml' is the manifest itself"),
+        (["--stamp", "ok.h"], "the stamp 'ok.h' is an output of the manifest"),
+        (["--stamp", "../s.stamp"], "outside"),
+        (["--stamp", "s.d", "--depfile", "s.d"], "the depfile and the stamp are one file"),
+        (["--stamp", " "], "the stamp must be a file name"),
+    ],
+)
+def test_a_stamp_that_cannot_be_one_is_a_usage_error(tmp_path, monkeypatch, args, fragment):
+    folder = tmp_path / "m"
+    monkeypatch.chdir(write(folder, VALID).parent)
+    assert_one_line_error(run("build", *args), 2, fragment)
+    assert os.listdir(folder) == ["posenc.toml"] and os.listdir(tmp_path) == ["m"]
+
+
+def test_a_failed_build_leaves_the_stamp_as_it_was(tmp_path, monkeypatch):
+    """A stamp says that the whole build succeeded: a build stopped by a foreign file beside an output (exit 1)
+    leaves it untouched, so make runs posenc again."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, VALID.replace('"ok.h"', '"ok.c"'))
+    assert run("build", "--stamp", "s.stamp").exit_code == 0
+    (tmp_path / "ok.h").write_text("/* mine */\n")  # a header posenc did not write, beside ok.c
+    os.utime(tmp_path / "s.stamp", ns=(0, 0))
+    assert_one_line_error(run("build", "--stamp", "s.stamp"), 1, "posenc did not write")
+    assert (tmp_path / "s.stamp").stat().st_mtime_ns == 0

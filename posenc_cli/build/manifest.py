@@ -69,8 +69,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from .. import api
-from ..errors import PosencError, PosencWarning, SpecError
+from .. import _atomic, api
+from ..errors import OutputError, PosencError, PosencWarning, SpecError
 from ..formats import C_OPTIONS
 from ..formats.limits import MAX_NESTING
 from ..kinds import KINDS
@@ -86,7 +86,7 @@ else:  # pragma: no cover
 PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = ["DEFAULT_MANIFEST", "KEYS", "MAX_KEY_PARTS", "MAX_MANIFEST", "Entry", "Manifest", "check_inside"]
-__all__ += ["about", "load_manifest"]
+__all__ += ["about", "load_manifest", "prepare"]
 
 #: The file ``posenc build`` reads when no manifest is named.
 DEFAULT_MANIFEST = "posenc.toml"
@@ -141,6 +141,9 @@ class Manifest:
     entries: tuple[Entry, ...]
     #: The folder every output (and the depfile) must resolve inside; ``None`` with ``allow_outside=True``.
     root: Path | None = None
+    #: The folder the outputs are relative to (``output_dir``, else the manifest's), links resolved: the only
+    #: place :func:`prepare` creates folders in.
+    base: Path | None = None
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -154,15 +157,26 @@ class Manifest:
 
 
 def load_manifest(
-    path: PathLike, *, output_dir: PathLike | None = None, allow_outside: bool = False, make_dirs: bool = False
+    path: PathLike,
+    *,
+    output_dir: PathLike | None = None,
+    allow_outside: bool = False,
+    make_dirs: bool = False,
+    check: bool = False,
 ) -> Manifest:
-    """Read and check a manifest in full (see the module's docstring), writing nothing.
+    """Read and check a manifest in full (see the module's docstring), writing nothing but, with ``make_dirs``,
+    the folders of its outputs.
 
     Outputs are relative to ``output_dir`` if given (an out-of-source build tree), else to the manifest's directory,
     and must resolve (symbolic links followed) inside that folder unless ``allow_outside``: a manifest is not
     trusted, and ``output = "../../home/me/.profile"``, an absolute path or a link committed beside it would
-    otherwise replace files anywhere. ``make_dirs`` creates each output's missing folder, only where it resolves
-    inside that folder (a fresh build tree has none of them; a hostile ``output`` creates nothing outside).
+    otherwise replace files anywhere. Once the whole manifest is checked, :func:`prepare` checks that every output
+    can be written, after creating, with ``make_dirs``, each output's missing folder (only where it resolves inside
+    that folder: a fresh build tree has none of them; a hostile ``output`` creates nothing outside).
+
+    ``check`` reads the manifest for a run that writes nothing (``posenc build --check``, ``--list-outputs``):
+    :func:`prepare` is not called, so nothing is created, and an output whose folder does not exist yet is no error
+    (it would be created). Call :func:`prepare` before building from such a manifest.
 
     Raises
     ------
@@ -207,17 +221,50 @@ def load_manifest(
         raise _spec(f"{label}: expected [[table]] entries (an array of tables, each with command and output), "
                     f"got {found}")  # fmt: skip
     base = Path(os.fspath(output_dir)) if output_dir is not None else path.parent
-    folders = Path(os.path.realpath(base)) if make_dirs else None
-    entries = [
-        _entry(label, i, raw, layers, base, path.parent, allow_outside, folders) for i, raw in enumerate(tables, 1)
-    ]
+    entries = [_entry(label, i, raw, layers, base, path.parent, allow_outside) for i, raw in enumerate(tables, 1)]
     _check_collisions(label, path, entries)
     root = None if allow_outside else Path(os.path.realpath(base))
     if root is not None:
         for entry in entries:
             for file in entry.plan.paths:
                 check_inside(root, file, f"{entry.where(label)}: output {str(file)!r}")
-    return Manifest(path, tuple(entries), root)
+    manifest = Manifest(path, tuple(entries), root, Path(os.path.realpath(base)))
+    if not check:
+        prepare(manifest, make_dirs=make_dirs)
+    return manifest
+
+
+def prepare(manifest: Manifest, *, make_dirs: bool = False) -> None:
+    """Check that every output of ``manifest`` can be written, before the first is: with ``make_dirs``, first
+    create each output's missing folder, only where it resolves inside the output folder (:attr:`Manifest.base`),
+    every one checked before the first is made; a manifest read with ``check`` needs this before a build.
+
+    Raises
+    ------
+    SpecError
+        A folder to create that resolves outside the output folder (``param="manifest"``), naming the entry.
+    OutputError
+        An output that cannot be written (missing directory, no permission), or a folder that cannot be created,
+        naming the entry.
+    """
+    label = str(manifest.path)
+    base = manifest.base if manifest.base is not None else Path(os.path.realpath(manifest.path.parent))
+    missing: dict[Path, Entry] = {}
+    for entry in manifest.entries if make_dirs else ():
+        folder = entry.path.parent
+        if not os.path.isdir(folder) and folder not in missing:
+            check_inside(base, folder, f"{entry.where(label)}: the folder of output {entry.output!r}")
+            missing[folder] = entry
+    for folder, entry in missing.items():
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{entry.where(label)}: cannot create the folder {str(folder)!r}: "
+                              f"{exc.strerror or exc}") from None  # fmt: skip
+    for entry in manifest.entries:
+        with about(entry.where(label)):
+            for file in entry.plan.paths:
+                _atomic.check_writable(file)
 
 
 def check_inside(root: Path, file: Path, what: str, *, param: str = "manifest") -> None:
@@ -344,10 +391,9 @@ def _entry(
     base: Path,
     sources: Path,
     allow_outside: bool,
-    folders: Path | None = None,
 ) -> Entry:
-    """One checked entry; ``base`` is where outputs go, ``sources`` the manifest's folder, where inputs are read;
-    ``folders``, when given, the root inside which the output's missing folder is created."""
+    """One checked entry; ``base`` is where outputs go, ``sources`` the manifest's folder, where inputs are read.
+    An output's folder may be missing (:func:`prepare` says so, or creates it)."""
     raw = _renamed(raw, label)
     output = raw.get("output")
     where = f"{label}, table #{index}" + (f" (output {output!r})" if isinstance(output, str) else "")
@@ -397,11 +443,8 @@ def _entry(
                 inputs[key] = config_file(inputs[key])
             if not allow_outside:
                 check_inside(root, inputs[key], f"{where}: {key} {options[key]!r}")
-    if folders is not None and not os.path.isdir(path.parent):
-        check_inside(folders, path.parent, f"{where}: the folder of output {output!r}")
-        os.makedirs(path.parent, exist_ok=True)
     with about(where, origins):
-        out = api.plan(path, format=options["format"], name=options["name"])
+        out = api.plan(path, format=options["format"], name=options["name"], missing_dirs=True)
         api.c_write_options(out, {key: options[key] for key in _C_OPTIONS}, header=options["header"])
         entry = Entry(index, command, output, path, options, out, inputs)
         table = entry.table()  # every parameter checked (lazy tables: nothing computed yet)

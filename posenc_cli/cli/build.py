@@ -4,9 +4,11 @@ Errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; `
 would change.
 
 For build systems that must know a manifest's outputs before they run it (CMake's ``posenc_add_manifest``, Meson):
-``--list-outputs`` prints every file the build writes, one absolute path a line, and writes nothing; ``--make-dirs``
-first creates the folders the outputs go in (inside the output root only), so that a fresh build tree, which has
-none of them, can be listed and built.
+``--list-outputs`` prints every file the build writes, one absolute path a line, and writes nothing, not even the
+folders ``--make-dirs`` creates for a build (inside the output root only, so that a fresh build tree, which has
+none of them, can be built). ``--list-outputs``, ``--depfile`` and so CMake refuse the same names
+(:mod:`posenc_cli.build.names`), before anything is written. For make, ``--stamp`` updates a stamp at every
+successful build (:mod:`posenc_cli.build.stamp`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ __all__ = ["build_command"]
     help="Also write a make/Ninja depfile (every output depends on MANIFEST), for CMake's DEPFILE. Not with --check.",
 )
 @click.option(
+    "--stamp",
+    type=click.Path(dir_okay=False),
+    help="Update this stamp at every successful build, and make it the depfile's target: make's rule for the "
+    "outputs (docs/build.md). Not with --check or --only.",
+)
+@click.option(
     "--output-dir",
     "output_dir",
     type=click.Path(file_okay=False),
@@ -50,13 +58,14 @@ __all__ = ["build_command"]
     "--allow-outside",
     "allow_outside",
     is_flag=True,
-    help="Let the manifest write outside its folder (or --output-dir), and the depfile go anywhere.",
+    help="Let the manifest write outside its folder (or --output-dir), and the depfile and the stamp go anywhere.",
 )
 @click.option(
     "--list-outputs",
     "list_outputs",
     is_flag=True,
-    help="Write nothing; print every file the build writes, one absolute path a line (for CMake, Meson).",
+    help="Write nothing, not even folders; print every file the build writes, one absolute path a line (for "
+    "CMake, Meson).",
 )
 @click.option(
     "--make-dirs",
@@ -76,6 +85,7 @@ def build_command(
     manifest: str,
     check: bool,
     depfile: str | None,
+    stamp: str | None,
     output_dir: str | None,
     allow_outside: bool,
     list_outputs: bool,
@@ -113,31 +123,44 @@ def build_command(
       posenc build                                   # posenc.toml in this directory
       posenc build tables.toml --check               # CI: exit 1 if a table is out of date
       posenc build posenc.toml --depfile tables.d    # add_custom_command(... DEPFILE tables.d)
+      posenc build --depfile t.d --stamp t.stamp     # make: the rule's target is the stamp
       posenc build --list-outputs                    # every file it writes, one a line
     """
     if list_outputs:
-        clash = next(
-            (flag for flag, given in (("--check", check), ("--depfile", depfile), ("--json", as_json)) if given), None
-        )
+        given = (("--check", check), ("--depfile", depfile), ("--stamp", stamp), ("--json", as_json))
+        clash = next((flag for flag, value in given if value), None)
         if clash is not None:
             raise click.UsageError(f"--list-outputs writes nothing and prints paths: it does not take {clash}", ctx)
+    if stamp is not None and only:
+        raise click.UsageError("--stamp says that every output is built: it does not take --only", ctx)
     with mapped_errors(ctx), _manifest_errors(ctx), notes(quiet=quiet):
-        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside, make_dirs=make_dirs)
+        # Read for a run that writes nothing first: no folder is made before every check below has passed.
+        plan = building.load_manifest(manifest, output_dir=output_dir, allow_outside=allow_outside, check=True)
         if list_outputs:
-            # The files a --check run reports are exactly those a build writes (a .npy's sidecar only when its
-            # table needs one): the same code decides both. A name no depfile can hold is refused here, before
-            # a build system declares it.
+            # A name a build tool cannot be given is refused before a build system declares it; then the files a
+            # --check run reports are exactly those a build writes (a .npy's sidecar only when its table needs
+            # one): the same code decides both.
+            try:
+                building.depfile_text(plan, manifest)
+            except SpecError as exc:  # a folder of the command line: no --depfile to blame here
+                raise SpecError(str(exc)) if exc.param == "depfile" else exc from None
             listed = building.build(plan, check=True, only=list(only) if only else None)
-            building.depfile_text(listed, manifest)
             for path in listed.paths:
                 click.echo(os.path.abspath(path))
             return
-        if depfile is not None and not check:  # the depfile can be written, and name every path: before any work
-            if not depfile.strip():
-                raise SpecError(f"the depfile must be a file name, got {depfile!r}", param="depfile")
-            building.check_depfile(plan, depfile)
-            _atomic.check_writable(Path(depfile))
-            building.depfile_text(plan, manifest)
+        if not check:  # the depfile and the stamp can be written, and name every path: before any work
+            for flag, side in (("depfile", depfile), ("stamp", stamp)):
+                if side is not None and not side.strip():
+                    raise SpecError(f"the {flag} must be a file name, got {side!r}", param=flag)
+            if depfile is not None and stamp is not None and os.path.realpath(depfile) == os.path.realpath(stamp):
+                raise SpecError(f"the depfile and the stamp are one file, {depfile!r}: name two", param="stamp")
+            if depfile is not None:
+                building.check_depfile(plan, depfile)
+                _atomic.check_writable(Path(depfile))
+                building.depfile_text(plan, manifest, stamp=stamp)
+            if stamp is not None:
+                building.check_stamp(plan, stamp)
+            building.prepare(plan, make_dirs=make_dirs)
 
         @contextlib.contextmanager
         def follow(entry: building.Entry, table: Table) -> Iterator[Table]:
@@ -149,7 +172,9 @@ def build_command(
 
         report = building.build(plan, check=check, only=list(only) if only else None, progress=follow, force=force)
         if depfile is not None and not check:
-            building.write_depfile(depfile, report, manifest)
+            building.write_depfile(depfile, report, manifest, stamp=stamp)
+        if stamp is not None and not check:  # last: the stamp says that the whole build succeeded
+            building.touch_stamp(stamp)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     if check:

@@ -46,7 +46,8 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
                 f"{flag} reports on stdout, which -o - takes for the table: write to a file", param="output"
             )
     table = make() if lazy else None
-    out = api.plan(p["output"], format=p["format"], name=p["name"], check_paths=not to_stdout)
+    # --check writes nothing: an output whose folder does not exist yet is one that would be created.
+    out = api.plan(p["output"], format=p["format"], name=p["name"], check_paths=not to_stdout, missing_dirs=p["check"])
     c_options = api.c_write_options(out, {key: p[key] for key in _C_OPTIONS}, header=p["header"])  # before any work
     if to_stdout and not out.format.text and _is_terminal(sys.stdout):
         raise SpecError(

@@ -40,7 +40,8 @@
 #               Default float32.
 #   SCALE       int8 only (required with it): the real value of one quantisation step.
 #   ZERO_POINT  int8 only: the integer that stands for 0.0. Default 0.
-#   PRESET      A framework convention of `posenc generate --preset` (`posenc presets` lists them).
+#   PRESET      A framework convention of `posenc generate --preset`, checked at configure time against the
+#               presets of the posenc that writes the table (`posenc presets` lists them).
 #   NAME        The C symbol, and the stem of the generated files. Default pe. Macros are <NAME>_SEQ_LEN and
 #               <NAME>_D_MODEL with NAME upper-cased. Tables generated into one directory need distinct names.
 #   OUTPUT_DIR  Where the files are generated; a relative path is relative to CMAKE_CURRENT_BINARY_DIR.
@@ -50,6 +51,9 @@
 #               used by several translation units. Default h.
 #   ARGS        Any further options of `posenc generate`, passed as they are (--align 16, --float-literal hex,
 #               --lang c++ --namespace model, --start 2, --c-half-type __fp16, ...); a change regenerates the table.
+#               With --lang c++ (or --lang=c++) the table is C++: the files keep their names (<NAME>.h, and
+#               <NAME>.c for FORMAT c), the .c is compiled as C++ (LANGUAGE CXX) even where C is enabled too, and
+#               a project that does not enable CXX is a configure error.
 #   COMMAND     The posenc command that makes the table: generate (the default, with SEQ_LEN and D_MODEL), or
 #               any table command (generate, rope, alibi, sincos2d, relative, window) with all its options in ARGS
 #               (SEQ_LEN, D_MODEL, BASE and PRESET are generate's keywords only). The C symbols are
@@ -63,7 +67,10 @@
 #   <manifest>  A posenc.toml (docs/build.md), relative to CMAKE_CURRENT_SOURCE_DIR. Its outputs are relative to
 #               OUTPUT_DIR (`posenc build --output-dir`), and are known at configure time: CMake runs
 #               `posenc build --list-outputs` then, and again whenever the manifest changes (it is a configure
-#               dependency). A bad manifest stops the configure step with posenc's one-line error.
+#               dependency). A bad manifest stops the configure step with posenc's one-line error, and so does an
+#               output or input named with a character a build tool would misread ('$', '#', ';', a leading '~',
+#               ...): posenc applies one rule to the names it lists, to its depfile and so to this function
+#               (docs/build.md, posenc_cli/build/names.py).
 #   OUTPUT_DIR  Where the outputs go (their folders are created); relative to CMAKE_CURRENT_BINARY_DIR.
 #               Default ${CMAKE_CURRENT_BINARY_DIR}/posenc. It is on the target's include path: an output
 #               "tables/pe.h" is #include "tables/pe.h".
@@ -81,7 +88,8 @@
 #     linking the library includes the header too, and uses the library's one definition of a FORMAT c table
 #     (calling posenc_add_table for it as well would define the table twice).
 #   - target_sources(<target> PRIVATE ...): the generated header and, for FORMAT c, the generated .c, which is
-#     compiled into <target> (as C++ when the project enables CXX but not C; the .c is valid C++ too).
+#     compiled into <target> (as C++ when the table is C++, and when the project enables CXX but not C: the .c of
+#     a C table is valid C++ too).
 #   - A custom target posenc_<NAME> (posenc_<NAME>_<hash> if that name is taken; posenc_<manifest stem> for a
 #     manifest) that generates the files, and add_dependencies(<target> posenc_<NAME>). Calling the function again
 #     with the same parameters for another target of the same directory shares the files: they are generated once.
@@ -94,7 +102,8 @@
 #   is a file). So changing a parameter (or upgrading posenc) regenerates the files at the next build, and a build
 #   with nothing changed runs nothing: no posenc, no compilation, no link. Under Ninja an output that comes out
 #   byte-identical keeps its time stamp, so nothing that includes it is recompiled; other generators touch the
-#   outputs so that make does not rerun posenc at every build.
+#   outputs so that make does not rerun posenc at every build (a plain Makefile uses a stamp instead:
+#   `posenc build --stamp`, docs/build.md).
 #
 # How posenc is found (once per configure)
 #
@@ -460,8 +469,9 @@ function(_posenc_driver out_var stem hash key)
 endfunction()
 
 # Makes <target> depend on the rule's driver and gives it the files: the include folder <dir>, and <outputs> as
-# sources (a .c compiled as C++ in a project without C).
-function(_posenc_attach target type key dir)
+# sources. A .c is compiled as C++ when it holds C++ (<cxx> TRUE: a table written with --lang c++), or when the
+# project enables CXX but not C (the .c of a C table is valid C++ too).
+function(_posenc_attach target type key dir cxx)
   get_property(_driver GLOBAL PROPERTY "_POSENC_DRIVER:${key}")
   add_dependencies("${target}" "${_driver}")
   if(type STREQUAL "EXECUTABLE")
@@ -471,12 +481,61 @@ function(_posenc_attach target type key dir)
   endif()
   target_sources("${target}" PRIVATE ${ARGN})
   get_property(_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-  if(NOT "C" IN_LIST _languages AND "CXX" IN_LIST _languages)
+  if(cxx OR (NOT "C" IN_LIST _languages AND "CXX" IN_LIST _languages))
     foreach(_file IN LISTS ARGN)
       if(_file MATCHES "[.]c$")
         set_source_files_properties("${_file}" PROPERTIES LANGUAGE CXX)
       endif()
     endforeach()
+  endif()
+endfunction()
+
+# Sets <out_var> to the names of posenc generate's presets, as the posenc that builds the tables lists them
+# (`posenc presets --json`, asked once per configure): PRESET is checked against posenc's own list, never a copy.
+function(_posenc_presets fn out_var)
+  get_property(_known GLOBAL PROPERTY _POSENC_PRESETS SET)
+  if(NOT _known)
+    get_property(_posenc GLOBAL PROPERTY _POSENC_COMMAND)
+    _posenc_ask(_json _why --json ${_posenc} presets)
+    if(_why)
+      message(FATAL_ERROR "${fn}: cannot list posenc's presets to check PRESET: ${_why}")
+    endif()
+    # One JSON object per preset, printed with an indent of 2: a preset's own keys are indented by 4 spaces
+    # (those of its "params" by 6), so this finds the "name" of each preset and nothing else.
+    string(REGEX MATCHALL "\n    \"name\": \"[^\"\n]*\"" _found "${_json}")
+    set(_presets "")
+    foreach(_line IN LISTS _found)
+      string(REGEX REPLACE "^\n    \"name\": \"([^\"\n]*)\"$" "\\1" _name "${_line}")
+      list(APPEND _presets "${_name}")
+    endforeach()
+    if(NOT _presets)
+      message(FATAL_ERROR "${fn}: `posenc presets --json` listed no preset; cannot check PRESET")
+    endif()
+    set_property(GLOBAL PROPERTY _POSENC_PRESETS "${_presets}")
+  endif()
+  get_property(_presets GLOBAL PROPERTY _POSENC_PRESETS)
+  set(${out_var} "${_presets}" PARENT_SCOPE)
+endfunction()
+
+# Sets <out_var> to TRUE when <args> (posenc options) ask for a C++ table: --lang c++ or --lang=c++, the last
+# --lang winning as it does for posenc.
+function(_posenc_is_cxx out_var)
+  set(_lang c)
+  set(_next FALSE)
+  foreach(_arg IN LISTS ARGN)
+    if(_next)
+      set(_lang "${_arg}")
+      set(_next FALSE)
+    elseif(_arg STREQUAL "--lang")
+      set(_next TRUE)
+    elseif(_arg MATCHES "^--lang=")
+      string(SUBSTRING "${_arg}" 7 -1 _lang)
+    endif()
+  endforeach()
+  if(_lang STREQUAL "c++")
+    set(${out_var} TRUE PARENT_SCOPE)
+  else()
+    set(${out_var} FALSE PARENT_SCOPE)
   endif()
 endfunction()
 
@@ -554,8 +613,12 @@ function(posenc_add_table target)
     message(FATAL_ERROR "${_fn}: SCALE and ZERO_POINT are for DTYPE int8 only")
   endif()
   if(DEFINED _pe_PRESET)
-    if(NOT _pe_PRESET MATCHES "^[a-z0-9-]+$")
-      message(FATAL_ERROR "${_fn}: PRESET must be a preset name (posenc presets lists them), not '${_pe_PRESET}'")
+    _posenc_command("${_fn}" _posenc _version)
+    _posenc_presets("${_fn}" _presets)
+    if(NOT _pe_PRESET IN_LIST _presets)
+      list(JOIN _presets ", " _shown)
+      message(FATAL_ERROR "${_fn}: PRESET must be one of ${_shown} (`posenc presets` says what each one is), "
+                          "not '${_pe_PRESET}'")
     endif()
     list(APPEND _element --preset ${_pe_PRESET})
   endif()
@@ -609,6 +672,14 @@ macro(_posenc_rule)
   endif()
   get_filename_component(_dir "${_pe_OUTPUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   _posenc_target("${_fn}" "${target}" target _type)
+  # A C++ table (--lang c++ in ARGS) keeps the names <NAME>.c and <NAME>.h, so that #include "<NAME>.h" is the
+  # same in every project; its .c is compiled as C++ (LANGUAGE CXX), never by the C compiler.
+  _posenc_is_cxx(_cxx ${_pe_ARGS})
+  get_property(_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(_cxx AND NOT "CXX" IN_LIST _languages)
+    message(FATAL_ERROR "${_fn}: ARGS --lang c++ makes a C++ table, and this project does not enable C++: "
+                        "project(<name> C CXX), or enable_language(CXX) before this call")
+  endif()
 
   # The files.
   set(_header "${_dir}/${_pe_NAME}.h")
@@ -649,7 +720,7 @@ macro(_posenc_rule)
       VERBATIM)
     _posenc_driver(_driver "${_pe_NAME}" "${_hash}" "${_primary}" ${_outputs})
   endif()
-  _posenc_attach("${target}" "${_type}" "${_primary}" "${_dir}" ${_outputs})
+  _posenc_attach("${target}" "${_type}" "${_primary}" "${_dir}" "${_cxx}" ${_outputs})
 endmacro()
 
 function(posenc_add_manifest target manifest)
@@ -698,7 +769,7 @@ function(posenc_add_manifest target manifest)
   _posenc_command("${_fn}" _posenc _version)
   string(MD5 _hash "${_manifest}|${_dir}")
   string(SUBSTRING "${_hash}" 0 8 _hash)
-  set(_build ${_posenc} build "${_manifest}" --output-dir "${_dir}" --make-dirs)
+  set(_build ${_posenc} build "${_manifest}" --output-dir "${_dir}")
 
   # The outputs, known now: the manifest is read again whenever it changes (a configure dependency).
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_manifest}")
@@ -716,7 +787,8 @@ function(posenc_add_manifest target manifest)
     endif()
     message(FATAL_ERROR "${_fn}: posenc cannot build ${_manifest}:\n${_err}")
   endif()
-  # One absolute path a line; posenc refuses names a depfile cannot hold (newlines, ';', brackets among them).
+  # One absolute path a line. posenc refuses, here as in its depfile, every name a build tool would misread
+  # (posenc_cli/build/names.py: '$', '#', ';', newlines, a leading '~', ...): the one rule, applied by posenc.
   string(REGEX REPLACE "\n$" "" _listed "${_listed}")
   string(REPLACE "\n" ";" _listed "${_listed}")
   set(_outputs "")
@@ -739,7 +811,7 @@ function(posenc_add_manifest target manifest)
   if(_new)
     file(MAKE_DIRECTORY "${_dir}")
     set(_depfile "${_dir}/.posenc-${_hash}.d")  # inside the output root, where posenc build lets it go
-    set(_command ${_build} --depfile "${_depfile}" --quiet)
+    set(_command ${_build} --make-dirs --depfile "${_depfile}" --quiet)
     get_filename_component(_stem "${_manifest}" NAME_WE)
     string(MAKE_C_IDENTIFIER "${_stem}" _stem)
     set(_params "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/posenc/${_stem}-${_hash}.params")
@@ -760,5 +832,5 @@ function(posenc_add_manifest target manifest)
       VERBATIM)
     _posenc_driver(_driver "${_stem}" "${_hash}" "${_key}" ${_outputs})
   endif()
-  _posenc_attach("${target}" "${_type}" "${_key}" "${_dir}" ${_outputs})
+  _posenc_attach("${target}" "${_type}" "${_key}" "${_dir}" FALSE ${_outputs})
 endfunction()
