@@ -231,7 +231,7 @@ def save(
     companion = out.format.companion
     out = _paths_for(out, table)
     if stdout is None:
-        check_companion(out, table, force=force)
+        check_companion(out, table, force=force, missing_dirs=check)
     if "half_type" in c_options:  # its name before 0.x: one name on every surface is c_half_type
         warnings.warn("save(half_type=...) is spelled c_half_type now", DeprecationWarning, stacklevel=2)
         c_options.setdefault("c_half_type", c_options.pop("half_type"))
@@ -312,17 +312,21 @@ def _paths_for(out: Output, table: Table) -> Output:
     return out
 
 
-def check_companion(out: Output, table: Table, *, force: bool = False) -> None:
+def check_companion(out: Output, table: Table, *, force: bool = False, missing_dirs: bool = False) -> None:
     """``OutputError`` when the file the format writes beside the output for ``table`` (``out.paths[1]``) cannot be
     written (its name too long, its directory read-only: :func:`~posenc_cli._atomic.check_writable`, the error then
     saying which file it is), or is already there and posenc did not write it
     (:func:`~posenc_cli.formats.written_by_posenc`), unless ``force`` (:func:`save`'s, which replaces such a file).
-    Nothing is written then. ``posenc build`` checks every entry so before writing the first."""
+    Nothing is written then. ``posenc build`` checks every entry so before writing the first. With
+    ``missing_dirs`` (a ``--check`` run, as :func:`plan` takes it) a companion whose folder does not exist yet is
+    one that would be created, not an error."""
     out = _paths_for(out, table)
     companion = out.format.companion
     if companion is None or len(out.paths) < 2:
         return
     output, beside = out.paths
+    if missing_dirs and not os.path.lexists(os.path.dirname(os.path.realpath(beside))):
+        return
     _atomic.check_writable(beside, f"the {companion.suffix} file {output.name!r} needs beside it for this table")
     if force:
         return
