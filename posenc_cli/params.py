@@ -92,8 +92,8 @@ def spell(value: object) -> str:
     ``4096``), never as a fraction of a hundred digits; an integer too long to read by its size; a list by its first
     items.
 
-    >>> spell(1e308), spell(2**63), spell(10**400), spell([1.5, 2]), spell(Fraction(1, 3))
-    ('1e+308', '9223372036854775808', 'an integer of 401 digits', '[1.5, 2]', '0.3333333333333333')
+    >>> spell(1e308), spell(2**63), spell(10**400), spell([1.5, 2]), spell(Fraction(1, 10**300))
+    ('1e+308', '9223372036854775808', 'an integer of 401 digits', '[1.5, 2]', '1e-300')
     """
     import numpy as np
 
@@ -108,6 +108,8 @@ def spell(value: object) -> str:
     if isinstance(value, (float, np.floating)):
         return repr(float(value))
     if isinstance(value, Fraction):
+        if len(str(value)) <= 40:  # 1/3: the fraction itself is what was given
+            return str(value)
         try:
             return repr(float(value))
         except OverflowError:
