@@ -80,6 +80,10 @@ def generate(
     ``padding_idx`` zeroes that row (fairseq); ``"none"`` (or ``no_padding=True``) drops a preset's padding row. A
     padding row past the last row could not take effect and is refused.
 
+    Row ``r`` is at position ``start + step * r``: a negative ``step`` runs the positions down (Transformer-XL's
+    relative positions), and ``step=0``, which would put every row at one position, is refused; every number is
+    held to its range (:mod:`posenc_cli.ranges`).
+
     ``dtype`` is any element type of :data:`posenc_cli.dtypes.DTYPES` (``scale`` and ``zero_point`` for
     int8: the quantisation step; the table's own multiplier is ``amplitude``). The parameters record the dtype by
     name, the preset, and every value that differs from the paper's table.

@@ -228,6 +228,9 @@ _WINDOW_SIDE = Range(
 )
 WINDOW_SIDES = GRID.within(_WINDOW_SIDE)
 WINDOW_SIDE = INTEGER.within(_WINDOW_SIDE)  # as a table records it
+_PRETRAINED_SIDE = Range("0 <= x <= 256", "as the window's; 0x0 is timm's default: no pretrained window")
+PRETRAINED_SIDES = GRID.within(_PRETRAINED_SIDE)
+PRETRAINED_SIDE = INTEGER.within(_PRETRAINED_SIDE)  # as a table records it
 _LENGTH = Range(
     "1 <= x <= 2**22", "query and key positions: past any model's context, and a (Q, K) index is the caller's to afford"
 )
@@ -259,7 +262,7 @@ BY_NAME: dict[str, ValueType] = {
     "low_freq_factor": FREQ_FACTOR, "high_freq_factor": FREQ_FACTOR, "beta_fast": BETA, "beta_slow": BETA,
     "mscale": MSCALE, "mscale_all_dim": MSCALE, "attention_factor": ATTENTION_FACTOR,
     "short_factor": LONGROPE_FACTORS, "long_factor": LONGROPE_FACTORS, "heads": HEADS, "grid": GRID_SIDES,
-    "window": WINDOW_SIDES, "pretrained_window": WINDOW_SIDES, "query_length": LENGTH, "key_length": LENGTH,
+    "window": WINDOW_SIDES, "pretrained_window": PRETRAINED_SIDES, "query_length": LENGTH, "key_length": LENGTH,
     "offset": OFFSET, "buckets": BUCKETS, "max_distance": MAX_DISTANCE, "scale": SCALE, "zero_point": ZERO_POINT,
     "align": ALIGN,
 }  # fmt: skip
