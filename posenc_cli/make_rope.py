@@ -185,13 +185,13 @@ def rope(
         "mrope_section": mrope_section, "mrope_interleaved": mrope_interleaved or None,
     }  # fmt: skip
     from_config: model_config.RopeConfig | None = None
-    configured: set[str] = set()  # the parameters whose values the config gave
+    configured: set[str] = set()  # the settings the config gave, or that follow from what it gave (yarn's factor)
     if config is not None:
         from_config = model_config.rope_settings(config, layer_type=layer_type)
         merged = dict(from_config.settings)
         if scaling is not None and scaling != merged["scaling"]:  # another mode: the config's own fields go
             merged = {k: v for k, v in merged.items() if k not in _MODE_FIELDS}
-        configured = {k for k in merged if explicit.get(k) is None}
+        configured = {k for k in explicit if explicit[k] is None}
         merged.update({k: v for k, v in explicit.items() if v is not None})
         if seq_len is None and position_ids is None and from_config.seq_len is not None:
             seq_len = from_config.seq_len

@@ -406,3 +406,13 @@ def test_step_0_is_refused_everywhere(step, tmp_path):
     down = KINDS["generate"].make(4, 8, start=3.0, step=-1.0, dtype="float64").array
     up = KINDS["generate"].make(4, 8, dtype="float64").array
     assert (np.asarray(down)[::-1] == np.asarray(up)).all()  # row r at 3 - r: the rows of 0 .. 3 reversed
+
+
+def test_verify_settings_of_any_length_are_refused_in_one_short_line(tmp_path):
+    """``posenc verify -s seq_len=<5000 digits>`` was an internal error (int() refuses past 4300 digits)."""
+    table = tmp_path / "pe.npy"
+    assert CliRunner().invoke(cli, ["generate", "-n", "4", "-d", "8", "-o", str(table)]).exit_code == 0
+    for setting in ("seq_len=" + "1" * 5000, "base=1e308", "step=0", "base=" + "9" * 400, "d_model=-0"):
+        result = CliRunner().invoke(cli, ["verify", str(table), "-s", setting])
+        line = one_line(result)
+        assert result.exit_code == 2 and setting.partition("=")[0] in line and len(line) < 400, line

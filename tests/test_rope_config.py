@@ -338,3 +338,38 @@ def test_a_manifest_config_outside_its_folder_is_refused(tmp_path):
     )
     one_line(run("build", inner / "posenc.toml"), 2, "config", "outside")
     assert not (inner / "r.h").exists()
+
+
+def test_a_manifest_entry_whose_config_is_not_json_exits_2_and_writes_nothing(tmp_path):
+    (tmp_path / "bad.json").write_text("{bad")
+    (tmp_path / "posenc.toml").write_text(
+        '[[table]]\ncommand = "generate"\noutput = "g.npy"\nseq_len = 4\nd_model = 4\n'
+        '[[table]]\ncommand = "rope"\noutput = "r.npz"\nconfig = "bad.json"\nseq_len = 4\n'
+    )
+    line = one_line(run("build", tmp_path / "posenc.toml"), 2, "table #2", "bad.json", "not a valid config.json")
+    assert "Traceback" not in line and not (tmp_path / "g.npy").exists() and not (tmp_path / "r.npz").exists()
+
+
+def test_an_error_is_blamed_on_the_config_only_for_what_the_config_gave(tmp_path):
+    """YaRN's factor derived from the config's lengths is the config's fault (the option was never given); a
+    missing length that the config could have given but did not is the command's (--seq-len)."""
+    short = write(
+        tmp_path,
+        "short",
+        {
+            "rope_theta": 1e4,
+            "head_dim": 64,
+            "max_position_embeddings": 8,
+            "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 4096},
+        },
+    )
+    one_line(run("rope", "--config", short, "-o", tmp_path / "x.npz"), 2, "'--config'", "factor must be at least 1")
+    bare = write(tmp_path, "bare", {"rope_theta": 1e4, "head_dim": 64})
+    line = one_line(run("rope", "--config", bare, "-o", tmp_path / "x.npz"), 2, "--seq-len", "rope needs seq_len")
+    assert "from the config" not in line
+    odd = write(
+        tmp_path,
+        "odd",
+        {"rope_theta": 1e4, "head_dim": 64, "max_position_embeddings": 8, "partial_rotary_factor": 0.25 + 1 / 64},
+    )  # int(64 * p) = 17: not a pair
+    one_line(run("rope", "--config", odd, "-o", tmp_path / "x.npz"), 2, "'--config'", "rotary_dim must be even")
