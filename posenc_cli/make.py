@@ -332,5 +332,5 @@ def _converted(array: Array, name: str, params: dict[str, Param], element: Eleme
         widened = decode(stored, {"dtype": element.name})
         if np.any(finite & ~np.isfinite(widened)):
             big = float(np.max(np.abs(real[finite])))
-            raise SpecError(f"array {name!r} holds {big:g}, beyond the largest {element.name}", param="dtype")
+            raise SpecError(f"array {name!r} holds {big!r}, beyond the largest {element.name}", param="dtype")
     return stored
