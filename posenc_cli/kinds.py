@@ -25,14 +25,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import kind_docs, make
+from . import kind_docs, make, ranges
 from ._resources import WORK_BYTES_PER_VALUE
 from .dtypes import INDEX_DTYPES
 from .encodings import names, presets
 from .errors import SpecError
 from .formats import FORMAT_NAMES, FORMATS
 from .formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
-from .params import BOOLEAN, ELEMENT_TYPE, GRID, INTEGER, INTEGERS, NUMBER, NUMBERS, ROW, TEXT, Choice, Param, ValueType
+from .params import BOOLEAN, ELEMENT_TYPE, INTEGER, NUMBER, TEXT, Choice, Param, ValueType
 from .table import Table
 
 __all__ = ["CONVERT", "ELEMENT", "INDEX_ELEMENT", "KINDS", "OUTPUT", "RUN", "Kind", "by_command", "by_table"]
@@ -42,8 +42,8 @@ _FORMAT_HELP = "; ".join(f"{f.name}: {'/'.join(f.suffixes)}" for f in FORMATS.va
 #: The element type of every table command's output (``posenc convert`` takes them with no default dtype).
 ELEMENT: tuple[Param, ...] = (
     Param("dtype", ELEMENT_TYPE, "Output element type.", default="float32", always_recorded=True),
-    Param("scale", NUMBER, "int8 only: the real value of one quantisation step."),
-    Param("zero_point", INTEGER, "int8 only: the integer that stands for 0.0.  [default: 0]"),
+    Param("scale", ranges.SCALE, "int8 only: the real value of one quantisation step."),
+    Param("zero_point", ranges.ZERO_POINT, "int8 only: the integer that stands for 0.0.  [default: 0]"),
 )
 
 #: The element type of index tables (``posenc relative``, ``posenc window``): integers, no quantisation.
@@ -74,7 +74,7 @@ OUTPUT: tuple[Param, ...] = (
         "C headers: C (also valid C++) or C++.  [default: c; c++ for .hpp, .hh, .hxx, .cpp, .cc, .cxx]",
     ),
     Param("namespace", TEXT, "C++: put the table in this namespace (constexpr, C++11)."),
-    Param("align", INTEGER, "C: align the table to N bytes (a power of two)."),
+    Param("align", ranges.ALIGN, "C: align the table to N bytes (a power of two)."),
     Param("progmem", BOOLEAN, "C: put the table in AVR flash (PROGMEM).", default=False),
     Param(
         "float_literal",
@@ -192,7 +192,9 @@ def by_table(table: str) -> Kind:
 
 
 # ---------------------------------------------------------------------------------------------- recorded types
-_QUANTISATION: dict[str, ValueType] = {"dtype": TEXT, "scale": NUMBER, "zero_point": INTEGER, "converted_from": TEXT}
+_QUANTISATION: dict[str, ValueType] = {
+    "dtype": TEXT, "scale": ranges.SCALE, "zero_point": ranges.ZERO_POINT, "converted_from": TEXT
+}  # fmt: skip
 #: The paper's values of the sinusoidal parameters a file records only when they differ from them.
 _PAPER = {"layout": "interleaved", "odd": "natural", "start": 0.0, "step": 1.0, "amplitude": 1.0}
 
@@ -282,31 +284,31 @@ def _sincos2d_work(p: Mapping[str, Any]) -> int:
 SEQ_LEN_HELP = "Number of positions (rows)."
 
 GENERATE_PARAMS: tuple[Param, ...] = (
-    Param("seq_len", INTEGER, SEQ_LEN_HELP, required=True, short="-n", always_recorded=True),
-    Param("d_model", INTEGER, "Model dimension (columns).", required=True, short="-d", always_recorded=True),
-    Param("base", NUMBER, "Wavelength base (max_period, max_timescale), > 1.", default=10000.0, always_recorded=True),
+    Param("seq_len", ranges.SEQ_LEN, SEQ_LEN_HELP, required=True, short="-n", always_recorded=True),
+    Param("d_model", ranges.D_MODEL, "Model dimension (columns).", required=True, short="-d", always_recorded=True),
+    Param("base", ranges.BASE, "Wavelength base (max_period, max_timescale).", default=10000.0, always_recorded=True),
     Param("preset", Choice(tuple(presets.PRESETS)), "A framework's convention (posenc presets).", short="-p"),
     Param("layout", Choice(presets.LAYOUTS), "Column order.  [default: the preset's]"),
-    Param("freq_shift", NUMBER, "Frequencies base^(-k/(d_model//2 - S))."),
-    Param("min_timescale", NUMBER, "tensor2tensor's frequencies m * (base/m)^(-k/(h-1))."),
+    Param("freq_shift", ranges.FREQ_SHIFT, "Frequencies base^(-k/(d_model//2 - S))."),
+    Param("min_timescale", ranges.MIN_TIMESCALE, "tensor2tensor's frequencies m * (base/m)^(-k/(h-1))."),
     Param("odd", Choice(presets.ODD), "Odd d_model: natural, zero column or error."),
-    Param("start", NUMBER, "Position of row 0 (fractional allowed).  [default: 0]"),
-    Param("step", NUMBER, "Position step between rows (fractional allowed).  [default: 1]"),
-    Param("padding_idx", ROW, "Zero this row (fairseq); none: no zero row."),
-    Param("amplitude", NUMBER, "Multiply every value by this.  [default: 1]"),
+    Param("start", ranges.START, "Position of row 0 (fractional allowed).  [default: 0]"),
+    Param("step", ranges.STEP, "Position step between rows (fractional allowed).  [default: 1]"),
+    Param("padding_idx", ranges.PADDING_IDX, "Zero this row (fairseq); none: no zero row."),
+    Param("amplitude", ranges.AMPLITUDE, "Multiply every value by this.  [default: 1]"),
 )
 
 ROPE_PARAMS: tuple[Param, ...] = (
     Param(
         "seq_len",
-        INTEGER,
+        ranges.SEQ_LEN,
         "Positions (rows) of the caches.  [required unless --position-ids gives them]",
         short="-n",
         always_recorded=True,
     ),
     Param(
         "head_dim",
-        INTEGER,
+        ranges.HEAD_DIM,
         "Dimension per head (even).  [required unless --config gives it]",
         near=("-d", "--d-model"),
     ),
@@ -314,7 +316,7 @@ ROPE_PARAMS: tuple[Param, ...] = (
     Param(
         "layer_type", TEXT, "With --config: the layers whose RoPE to take (Gemma: full_attention, sliding_attention)."
     ),
-    Param("theta", NUMBER, "rope_theta, the wavelength base.  [default: 10000, or the config's]"),
+    Param("theta", ranges.THETA, "rope_theta, the wavelength base.  [default: 10000, or the config's]"),
     Param(
         "layout",
         Choice(names.ROPE_LAYOUTS),
@@ -322,19 +324,19 @@ ROPE_PARAMS: tuple[Param, ...] = (
         default="half",
     ),
     Param("scaling", Choice(names.ROPE_SCALINGS), "HF rope_type.  [default: none, or the config's]"),
-    Param("factor", NUMBER, "Scaling factor (linear, dynamic, yarn, llama3, longrope, proportional)."),
-    Param("original_max_positions", INTEGER, "Pre-training context length."),
-    Param("max_positions", INTEGER, "max_position_embeddings (dynamic, yarn, longrope)."),
-    Param("low_freq_factor", NUMBER, "llama3.  [default: 1]"),
-    Param("high_freq_factor", NUMBER, "llama3.  [default: 4]"),
-    Param("beta_fast", NUMBER, "yarn.  [default: 32]"),
-    Param("beta_slow", NUMBER, "yarn.  [default: 1]"),
+    Param("factor", ranges.FACTOR, "Scaling factor (linear, dynamic, yarn, llama3, longrope, proportional)."),
+    Param("original_max_positions", ranges.POSITIONS, "Pre-training context length."),
+    Param("max_positions", ranges.POSITIONS, "max_position_embeddings (dynamic, yarn, longrope)."),
+    Param("low_freq_factor", ranges.FREQ_FACTOR, "llama3.  [default: 1]"),
+    Param("high_freq_factor", ranges.FREQ_FACTOR, "llama3.  [default: 4]"),
+    Param("beta_fast", ranges.BETA, "yarn.  [default: 32]"),
+    Param("beta_slow", ranges.BETA, "yarn.  [default: 1]"),
     Param("truncate", BOOLEAN, "yarn: floor/ceil the correction range.  [default: on]", pair=True),
-    Param("mscale", NUMBER, "yarn: DeepSeek's mscale."),
-    Param("mscale_all_dim", NUMBER, "yarn: DeepSeek's mscale_all_dim."),
-    Param("attention_factor", NUMBER, "yarn/longrope: the scaling, given."),
-    Param("short_factor", NUMBERS, "longrope: head_dim/2 factors."),
-    Param("long_factor", NUMBERS, "longrope: head_dim/2 factors."),
+    Param("mscale", ranges.MSCALE, "yarn: DeepSeek's mscale."),
+    Param("mscale_all_dim", ranges.MSCALE, "yarn: DeepSeek's mscale_all_dim."),
+    Param("attention_factor", ranges.ATTENTION_FACTOR, "yarn/longrope: the scaling, given."),
+    Param("short_factor", ranges.LONGROPE_FACTORS, "longrope: head_dim/2 factors."),
+    Param("long_factor", ranges.LONGROPE_FACTORS, "longrope: head_dim/2 factors."),
     Param(
         "attention_scaling",
         BOOLEAN,
@@ -342,18 +344,22 @@ ROPE_PARAMS: tuple[Param, ...] = (
         default=True,
         pair=True,
     ),
-    Param("rotary_dim", INTEGER, "Partial rotary: rotate only the first R dimensions (caches of R columns)."),
+    Param("rotary_dim", ranges.ROTARY_DIM, "Partial rotary: rotate only the first R dimensions (caches of R columns)."),
     Param("position_ids", TEXT, "An .npy of integer positions, (seq,) or (3, seq) with --mrope-section: rows there."),
-    Param("mrope_section", INTEGERS, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
+    Param("mrope_section", ranges.MROPE_SECTION, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
     Param("mrope_interleaved", BOOLEAN, "M-RoPE sections interleaved (Qwen3-VL).", default=False),
     Param("longrope_pair", BOOLEAN, "longrope: write both caches, *_short and *_long.", default=False),
 )
 
 ALIBI_PARAMS: tuple[Param, ...] = (
-    Param("heads", INTEGER, "Number of attention heads.", required=True, short="-H", always_recorded=True),
+    Param("heads", ranges.HEADS, "Number of attention heads.", required=True, short="-H", always_recorded=True),
     Param(
-        "seq_len", INTEGER, "Key positions of the bias matrix (omit for slopes only).", short="-n", always_recorded=True
-    ),  # fmt: skip
+        "seq_len",
+        ranges.SEQ_LEN,
+        "Key positions of the bias matrix (omit for slopes only).",
+        short="-n",
+        always_recorded=True,
+    ),
     Param(
         "variant",
         Choice(names.ALIBI_VARIANTS),
@@ -363,10 +369,19 @@ ALIBI_PARAMS: tuple[Param, ...] = (
 )
 
 SINCOS2D_PARAMS: tuple[Param, ...] = (
-    Param("grid", GRID, "Patches per side: H (square) or HxW.", required=True, short="-g", near=("-n", "--seq-len")),
-    Param("d_model", INTEGER, "Embedding width, a multiple of 4.", required=True, short="-d", always_recorded=True),
+    Param(
+        "grid",
+        ranges.GRID_SIDES,
+        "Patches per side: H (square) or HxW.",
+        required=True,
+        short="-g",
+        near=("-n", "--seq-len"),
+    ),
+    Param(
+        "d_model", ranges.D_MODEL, "Embedding width, a multiple of 4.", required=True, short="-d", always_recorded=True
+    ),
     Param("cls_token", BOOLEAN, "Prepend MAE's all-zero class-token row.", default=False),
-    Param("base", NUMBER, "Wavelength base, a finite number > 1.", default=10000.0, always_recorded=True),
+    Param("base", ranges.BASE, "Wavelength base.", default=10000.0, always_recorded=True),
 )
 
 BIAS_PARAMS: tuple[Param, ...] = (
@@ -382,29 +397,33 @@ RELATIVE_PARAMS: tuple[Param, ...] = (
     Param("scheme", Choice(names.RELATIVE_SCHEMES), "Whose relative positions.", required=True),
     Param(
         "query_length",
-        INTEGER,
+        ranges.LENGTH,
         "Query positions (rows).",
         required=True,
         short="-Q",  # -q until 0.1.0; -q is --quiet, as on every command
         always_recorded=True,
         near=("-n", "--seq-len"),
     ),
-    Param("key_length", INTEGER, "Key positions (columns).  [default: offset + query length]", short="-k"),
-    Param("buckets", INTEGER, "t5, deberta: number of buckets.  [default: 32 for t5]"),
+    Param("key_length", ranges.LENGTH, "Key positions (columns).  [default: offset + query length]", short="-k"),
+    Param("buckets", ranges.BUCKETS, "t5, deberta: number of buckets.  [default: 32 for t5]"),
     Param(
         "max_distance",
-        INTEGER,
+        ranges.MAX_DISTANCE,
         "t5, deberta: the log buckets' reach; shaw: the clipping distance.  [default: 128 for t5]",
     ),
     Param("causal", BOOLEAN, "t5: the decoder's unidirectional buckets.", default=False),
-    Param("offset", INTEGER, "Position of the first query (tokens already cached).  [default: 0; shaw: K - Q]"),
+    Param("offset", ranges.OFFSET, "Position of the first query (tokens already cached).  [default: 0; shaw: K - Q]"),
     *BIAS_PARAMS,
 )
 
 WINDOW_PARAMS: tuple[Param, ...] = (
     Param("scheme", Choice(names.WINDOW_SCHEMES), "Whose window attention.", required=True),
-    Param("window", GRID, "Window size in tokens: H (square) or HxW.", required=True, short="-w"),
-    Param("pretrained_window", GRID, "swinv2: the window the model was pretrained with (scales the coords)."),
+    Param("window", ranges.WINDOW_SIDES, "Window size in tokens: H (square) or HxW.", required=True, short="-w"),
+    Param(
+        "pretrained_window",
+        ranges.PRETRAINED_SIDES,
+        "swinv2: the window the model was pretrained with (scales the coords).",
+    ),
     *BIAS_PARAMS,
 )
 
@@ -419,20 +438,20 @@ KINDS: dict[str, Kind] = {
         maker="generate",
         lazy=True,
         recorded={
-            "seq_len": INTEGER,
-            "d_model": INTEGER,
-            "base": NUMBER,
+            "seq_len": ranges.SEQ_LEN,
+            "d_model": ranges.D_MODEL,
+            "base": ranges.BASE,
             **_QUANTISATION,
             "preset": TEXT,
             "layout": TEXT,
             "freq": TEXT,
-            "freq_shift": NUMBER,
-            "min_timescale": NUMBER,
+            "freq_shift": ranges.FREQ_SHIFT,
+            "min_timescale": ranges.MIN_TIMESCALE,
             "odd": TEXT,
-            "start": NUMBER,
-            "step": NUMBER,
-            "padding_idx": INTEGER,
-            "amplitude": NUMBER,
+            "start": ranges.START,
+            "step": ranges.STEP,
+            "padding_idx": ranges.PADDING_ROW,
+            "amplitude": ranges.AMPLITUDE,
         },  # fmt: skip
         from_record=_sinusoidal_from_record,
         work=lambda p: 0,
@@ -446,32 +465,32 @@ KINDS: dict[str, Kind] = {
         maker="rope",
         lazy=True,
         recorded={
-            "seq_len": INTEGER,
-            "head_dim": INTEGER,
-            "theta": NUMBER,
+            "seq_len": ranges.SEQ_LEN,
+            "head_dim": ranges.HEAD_DIM,
+            "theta": ranges.THETA,
             "layout": TEXT,
             "scaling": TEXT,
             **_QUANTISATION,
             "attention_scaling": NUMBER,
             "attention_scaling_folded": BOOLEAN,
             "dynamic_base": NUMBER,
-            "factor": NUMBER,
-            "original_max_positions": INTEGER,
-            "max_positions": INTEGER,
-            "low_freq_factor": NUMBER,
-            "high_freq_factor": NUMBER,
-            "beta_fast": NUMBER,
-            "beta_slow": NUMBER,
+            "factor": ranges.FACTOR,
+            "original_max_positions": ranges.POSITIONS,
+            "max_positions": ranges.POSITIONS,
+            "low_freq_factor": ranges.FREQ_FACTOR,
+            "high_freq_factor": ranges.FREQ_FACTOR,
+            "beta_fast": ranges.BETA,
+            "beta_slow": ranges.BETA,
             "truncate": BOOLEAN,
-            "mscale": NUMBER,
-            "mscale_all_dim": NUMBER,
-            "attention_factor": NUMBER,
-            "short_factor": NUMBERS,
-            "long_factor": NUMBERS,
-            "rotary_dim": INTEGER,
+            "mscale": ranges.MSCALE,
+            "mscale_all_dim": ranges.MSCALE,
+            "attention_factor": ranges.ATTENTION_FACTOR,
+            "short_factor": ranges.LONGROPE_FACTORS,
+            "long_factor": ranges.LONGROPE_FACTORS,
+            "rotary_dim": ranges.ROTARY_DIM,
             "position_ids_sha256": TEXT,
             "positions_reach": INTEGER,
-            "mrope_section": INTEGERS,
+            "mrope_section": ranges.MROPE_SECTION,
             "mrope_interleaved": BOOLEAN,
             "longrope_pair": BOOLEAN,
             "config_fields": TEXT,
@@ -494,7 +513,7 @@ KINDS: dict[str, Kind] = {
         params=ALIBI_PARAMS,
         maker="alibi",
         lazy=False,
-        recorded={"heads": INTEGER, "seq_len": INTEGER, **_QUANTISATION, "variant": TEXT},
+        recorded={"heads": ranges.HEADS, "seq_len": ranges.SEQ_LEN, **_QUANTISATION, "variant": TEXT},
         from_record=_same_names(("heads", "seq_len", "variant", "dtype", "scale", "zero_point")),
         work=_alibi_work,
     ),
@@ -507,11 +526,11 @@ KINDS: dict[str, Kind] = {
         maker="sincos2d",
         lazy=False,
         recorded={
-            "grid_height": INTEGER,
-            "grid_width": INTEGER,
-            "d_model": INTEGER,
+            "grid_height": ranges.GRID_SIDE,
+            "grid_width": ranges.GRID_SIDE,
+            "d_model": ranges.D_MODEL,
             "cls_token": BOOLEAN,
-            "base": NUMBER,
+            "base": ranges.BASE,
             **_QUANTISATION,
             "layout": TEXT,
         },  # fmt: skip
@@ -529,11 +548,11 @@ KINDS: dict[str, Kind] = {
         lazy=False,
         recorded={
             "scheme": TEXT,
-            "query_length": INTEGER,
-            "key_length": INTEGER,
-            "offset": INTEGER,
-            "buckets": INTEGER,
-            "max_distance": INTEGER,
+            "query_length": ranges.LENGTH,
+            "key_length": ranges.LENGTH,
+            "offset": ranges.OFFSET,
+            "buckets": ranges.BUCKETS,
+            "max_distance": ranges.MAX_DISTANCE,
             "causal": BOOLEAN,
             "dtype": TEXT,
             "bias_key": TEXT,
@@ -560,10 +579,10 @@ KINDS: dict[str, Kind] = {
         lazy=False,
         recorded={
             "scheme": TEXT,
-            "window_height": INTEGER,
-            "window_width": INTEGER,
-            "pretrained_height": INTEGER,
-            "pretrained_width": INTEGER,
+            "window_height": ranges.WINDOW_SIDE,
+            "window_width": ranges.WINDOW_SIDE,
+            "pretrained_height": ranges.PRETRAINED_SIDE,
+            "pretrained_width": ranges.PRETRAINED_SIDE,
             "dtype": TEXT,
             "bias_key": TEXT,
             "bias_heads": INTEGER,

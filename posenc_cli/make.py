@@ -2,10 +2,11 @@
 ``sincos2d`` and ``convert`` (re-exported by :mod:`posenc_cli.api`, where users call them), and the index kinds'
 ``relative`` and ``window`` (:mod:`posenc_cli.make_index`, re-exported here).
 
-Every value is checked here once, at the API's edge, by the encoding that defines its domain
-(:mod:`posenc_cli.encodings`); the row functions below take checked values and never check again. Their keywords
-are the parameters of :data:`posenc_cli.kinds.KINDS`, spelled as the manifest keys and long options are
-(``tests/test_kinds.py`` holds the two together). No paths, no printing.
+Every value is checked here once, at the API's edge: against its parameter's range (:mod:`posenc_cli.ranges`, the
+ranges the command line, a manifest and a file's recorded parameters are held to), then by the encoding that
+defines its domain (:mod:`posenc_cli.encodings`); the row functions below take checked values and never check
+again. Their keywords are the parameters of :data:`posenc_cli.kinds.KINDS`, spelled as the manifest keys and long
+options are (``tests/test_kinds.py`` holds the two together). No paths, no printing.
 
 ``rope``, ``relative`` and ``window`` are imported from their modules the first time they are asked for (a module
 ``__getattr__``), so that making a sinusoid does not import the RoPE and index machinery: start-up time is part
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _resources
+from . import _resources, ranges
 from .dtypes import ElementType
 from .encodings import check_params, presets
 from .encodings.sinusoidal import paper_rows
@@ -79,6 +80,10 @@ def generate(
     ``padding_idx`` zeroes that row (fairseq); ``"none"`` (or ``no_padding=True``) drops a preset's padding row. A
     padding row past the last row could not take effect and is refused.
 
+    Row ``r`` is at position ``start + step * r``: a negative ``step`` runs the positions down (Transformer-XL's
+    relative positions), and ``step=0``, which would put every row at one position, is refused; every number is
+    held to its range (:mod:`posenc_cli.ranges`).
+
     ``dtype`` is any element type of :data:`posenc_cli.dtypes.DTYPES` (``scale`` and ``zero_point`` for
     int8: the quantisation step; the table's own multiplier is ``amplitude``). The parameters record the dtype by
     name, the preset, and every value that differs from the paper's table.
@@ -94,6 +99,10 @@ def generate(
     >>> generate(4, 6, preset="whisper").params["layout"]
     'sin-cos'
     """
+    ranges.check(
+        seq_len=seq_len, d_model=d_model, base=base, freq_shift=freq_shift, min_timescale=min_timescale, start=start,
+        step=step, padding_idx=padding_idx, amplitude=amplitude, scale=scale, zero_point=zero_point,
+    )  # fmt: skip
     seq_len, d_model, base_value, element = check_params(
         seq_len, d_model, 10000.0 if base is None else base, dtype, scale=scale, zero_point=zero_point
     )
@@ -166,6 +175,7 @@ def alibi(
     """
     from .encodings import alibi as alibi_encoding
 
+    ranges.check(heads=heads, seq_len=seq_len, scale=scale, zero_point=zero_point)
     heads, seq_len = alibi_encoding.check(heads, seq_len)
     if variant not in alibi_encoding.VARIANTS:
         raise SpecError(
@@ -219,6 +229,7 @@ def sincos2d(
         if not isinstance(grid, (tuple, list)) or len(grid) != 2:
             raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
         height, width = grid
+    ranges.check(grid=(height, width), d_model=d_model, base=base, scale=scale, zero_point=zero_point)
     from .encodings import sincos2d as sincos2d_encoding
 
     height, width, d_model = sincos2d_encoding.check(height, width, d_model)
@@ -272,6 +283,7 @@ def convert(
     >>> t.params["dtype"], t.array.dtype.name, int(t.array[0, 1])
     ('q15', 'int16', 32767)
     """
+    ranges.check(scale=scale, zero_point=zero_point)
     if key is not None:
         try:
             table = table.part(key)
@@ -320,5 +332,5 @@ def _converted(array: Array, name: str, params: dict[str, Param], element: Eleme
         widened = decode(stored, {"dtype": element.name})
         if np.any(finite & ~np.isfinite(widened)):
             big = float(np.max(np.abs(real[finite])))
-            raise SpecError(f"array {name!r} holds {big:g}, beyond the largest {element.name}", param="dtype")
+            raise SpecError(f"array {name!r} holds {big!r}, beyond the largest {element.name}", param="dtype")
     return stored

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _resources, checkpoint
+from . import _resources, checkpoint, ranges
 from .dtypes import INDEX_DTYPES
 from .encodings import relative as relative_encoding
 from .encodings import window as window_encoding
@@ -93,6 +93,9 @@ def relative(
     >>> t.arrays["index"].tolist()[0], t.params["dtype"]
     ([0, 17, 18, 19], 'int8')
     """
+    ranges.check(  # each keyword against its own range first: an offset past it is the offset's fault
+        query_length=query_length, key_length=key_length, offset=offset, buckets=buckets, max_distance=max_distance
+    )
     if scheme not in relative_encoding.SCHEMES:
         raise SpecError(f"scheme must be one of {', '.join(relative_encoding.SCHEMES)}, got {scheme!r}", param="scheme")
     if not isinstance(causal, (bool, np.bool_)):
@@ -175,6 +178,7 @@ def window(
     >>> t.arrays["index"].tolist()[0], t.params["dtype"]
     ([4, 3, 1, 0], 'int8')
     """
+    ranges.check(window=window, pretrained_window=pretrained_window)
     if scheme not in window_encoding.SCHEMES:
         raise SpecError(f"scheme must be one of {', '.join(window_encoding.SCHEMES)}, got {scheme!r}", param="scheme")
     height, width = window_encoding.check_window(tuple(window) if isinstance(window, list) else window)

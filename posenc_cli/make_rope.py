@@ -8,12 +8,14 @@ LongRoPE's two caches at once (``longrope_pair``) and the half-width layout of O
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from . import _resources, model_config
+from . import _resources, model_config, ranges
+from .dtypes import ElementType
 from .encodings import check_params
 from .encodings import rope as rope_encoding
 from .errors import SpecError
@@ -166,6 +168,13 @@ def rope(
     >>> rope(head_dim=8, position_ids=[5, 0, 5]).arrays["cos"][:, 0].round(4).tolist()
     [0.2837, 1.0, 0.2837]
     """
+    ranges.check(
+        seq_len=seq_len, head_dim=head_dim, theta=theta, rotary_dim=rotary_dim, mrope_section=mrope_section,
+        factor=factor, original_max_positions=original_max_positions, max_positions=max_positions,
+        low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast, beta_slow=beta_slow,
+        mscale=mscale, mscale_all_dim=mscale_all_dim, attention_factor=attention_factor, short_factor=short_factor,
+        long_factor=long_factor, scale=scale, zero_point=zero_point,
+    )  # fmt: skip
     _, _, _, element = check_params(1, 1, 10000.0, dtype, scale=scale, zero_point=zero_point)
     explicit = {
         "head_dim": head_dim, "theta": theta, "scaling": scaling, "rotary_dim": rotary_dim, "factor": factor,
@@ -176,14 +185,17 @@ def rope(
         "mrope_section": mrope_section, "mrope_interleaved": mrope_interleaved or None,
     }  # fmt: skip
     from_config: model_config.RopeConfig | None = None
+    configured: set[str] = set()  # the settings the config gave, or that follow from what it gave (yarn's factor)
     if config is not None:
         from_config = model_config.rope_settings(config, layer_type=layer_type)
         merged = dict(from_config.settings)
         if scaling is not None and scaling != merged["scaling"]:  # another mode: the config's own fields go
             merged = {k: v for k, v in merged.items() if k not in _MODE_FIELDS}
+        configured = {k for k in explicit if explicit[k] is None}
         merged.update({k: v for k, v in explicit.items() if v is not None})
-        if seq_len is None and position_ids is None:
+        if seq_len is None and position_ids is None and from_config.seq_len is not None:
             seq_len = from_config.seq_len
+            configured.add("seq_len")
         head_dim, theta, scaling, rotary_dim = (merged.get(k) for k in ("head_dim", "theta", "scaling", "rotary_dim"))
         factor, original_max_positions, max_positions = (merged.get(k) for k in _MODE_FIELDS[:3])
         low_freq_factor, high_freq_factor, beta_fast, beta_slow, truncate = (merged.get(k) for k in _MODE_FIELDS[3:8])
@@ -191,6 +203,51 @@ def rope(
         mrope_section, mrope_interleaved = merged.get("mrope_section"), bool(merged.get("mrope_interleaved"))
     elif layer_type is not None:
         raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
+    with _named_config(config, configured):
+        return _caches(
+            seq_len, head_dim, theta=theta, layout=layout, scaling=scaling, attention_scaling=attention_scaling,
+            rotary_dim=rotary_dim, position_ids=position_ids, mrope_section=mrope_section,
+            mrope_interleaved=mrope_interleaved, longrope_pair=longrope_pair, element=element, lazy=lazy,
+            factor=factor, original_max_positions=original_max_positions, max_positions=max_positions,
+            low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
+            beta_slow=beta_slow, truncate=truncate, mscale=mscale, mscale_all_dim=mscale_all_dim,
+            attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor,
+            from_config=from_config, layer_type=layer_type,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _named_config(config: PathLike | None, configured: set[str]) -> Iterator[None]:
+    """A :class:`SpecError` about a value the config gave (not one typed) names the config (``--config``): the
+    value is wrong there, and the option it would blame was never given."""
+    try:
+        yield
+    except SpecError as exc:
+        if config is not None and exc.param in configured:
+            raise SpecError(f"{exc} (a value from the config {os.fspath(config)!r})", param="config") from None
+        raise
+
+
+def _caches(
+    seq_len: int | None,
+    head_dim: int | None,
+    *,
+    theta: float | None,
+    layout: str,
+    scaling: str | None,
+    attention_scaling: bool,
+    rotary_dim: int | None,
+    position_ids: object | None,
+    mrope_section: Sequence[int] | None,
+    mrope_interleaved: bool,
+    longrope_pair: bool,
+    element: ElementType,
+    lazy: bool,
+    from_config: model_config.RopeConfig | None,
+    layer_type: str | None,
+    **modes: object,
+) -> Table:
+    """:func:`rope`'s table once the config is read and merged: every value checked, the caches made."""
     theta = 10000.0 if theta is None else theta
     scaling = "none" if scaling is None else scaling
     if head_dim is None:
@@ -222,21 +279,10 @@ def rope(
     if seq_len is None:
         raise SpecError("rope needs seq_len (or position ids, or a config's max_position_embeddings)", param="seq_len")
     reach = seq_len if ids is None else int(ids.max()) + 1  # the length HF's dynamic update evaluates at
-    settings = dict(
-        theta=theta, layout=layout, scaling=scaling, fold_scaling=attention_scaling, factor=factor,
-        original_max_positions=original_max_positions, max_positions=max_positions,
-        low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
-        beta_slow=beta_slow, truncate=truncate, mscale=mscale, mscale_all_dim=mscale_all_dim,
-        attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor,
-    )  # fmt: skip
+    settings = dict(theta=theta, layout=layout, scaling=scaling, fold_scaling=attention_scaling, **modes)
     if proportional:
         settings["angles"] = (head_dim if rotary_dim is None else rotary_dim) // 2
-    try:
-        spec = rope_encoding.resolve(seq_len=reach, head_dim=dim, **settings)  # type: ignore[arg-type]
-    except SpecError as exc:  # a value the config gave, not one typed: say so, and name --config
-        if config is not None and exc.param is not None and explicit.get(exc.param) is None:
-            raise SpecError(f"{exc} (a value from the config {os.fspath(config)!r})", param="config") from None
-        raise
+    spec = rope_encoding.resolve(seq_len=reach, head_dim=dim, **settings)  # type: ignore[arg-type]
     q = (element.scale, element.zero_point if element.scale is not None else None)
     width = rope_encoding.width(spec)
     if not lazy or ids is not None:

@@ -20,20 +20,27 @@
 
 The file is untrusted: at most :data:`~posenc_cli.formats.limits.MAX_METADATA` bytes of strict JSON
 (:func:`~posenc_cli.formats.limits.read_json`: no NaN or Infinity, no duplicate keys, nesting limited), a regular
-file; every value is checked by the API as if typed. A config without RoPE fields, or with a rope type posenc does
-not make, is refused naming it.
+file. Every value it gives is held to the range of the parameter it becomes (:mod:`posenc_cli.ranges`:
+``rope_scaling.beta_fast`` is ``beta_fast``'s), of the type that parameter takes (a JSON number for a number, an
+integer for an integer, ``true`` or ``false`` for a flag), before any arithmetic; ``partial_rotary_factor`` (and
+``rotary_pct``) is a share of ``head_dim`` in ``0 < x <= 1``. A config without RoPE fields, with a rope type posenc
+does not make, or that is no config at all (not JSON, not an object, too large) is refused naming it:
+:class:`~posenc_cli.errors.SpecError` with ``param="config"`` (exit 2 on the command line, as any bad value of an
+option), and the field, as ``rope_scaling.beta_fast``. Only a file that cannot be read (an I/O error) is a
+:class:`~posenc_cli.errors.FormatError`.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import ranges
 from .errors import FormatError, SpecError
 from .formats.limits import MAX_METADATA, read_json
+from .params import BOOLEAN, ValueType, Wrong, spell
 from .read import PathLike, existing, open_regular
 
 __all__ = ["KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
@@ -90,33 +97,38 @@ def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
     if file.is_dir():
         file = existing(file / "config.json", "config", "the model folder's config")
 
+    # What the file holds is the user's choice of file: a config that is not one is a bad --config (SpecError,
+    # exit 2), as a bad value of any option is; only a file that cannot be read at all is a failure (exit 1).
     try:
         with open_regular(file) as fp:
             data = fp.read(MAX_METADATA + 1)
     except OSError as exc:
         raise FormatError(f"cannot read {str(file)!r}: {exc.strerror or exc}") from None
     except FormatError as exc:
-        raise FormatError(f"{str(file)!r}: {exc}") from None
+        raise SpecError(f"{str(file)!r}: {exc}", param="config") from None
     if len(data) > MAX_METADATA:
-        raise FormatError(f"{str(file)!r} is larger than the {MAX_METADATA} bytes a config.json may take")
+        raise SpecError(f"{str(file)!r} is larger than the {MAX_METADATA} bytes a config.json may take", param="config")
     try:
         doc = read_json(data, "config.json")
     except FormatError as exc:
-        raise FormatError(f"{str(file)!r}: {exc}") from None
+        raise SpecError(f"{str(file)!r}: {exc}", param="config") from None
     if not isinstance(doc, dict):
-        raise FormatError(f"{str(file)!r} is not a config.json: it does not hold a JSON object")
+        raise SpecError(f"{str(file)!r} is not a config.json: it does not hold a JSON object", param="config")
     return file, doc
 
 
-def _number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SpecError(f"the config's {name} must be a number, got {value!r}", param="config")
-    return float(value)
+def _checked(value: object, field: str, kind: ValueType) -> Any:
+    """``value`` read as a JSON value of ``kind`` (JSON's numbers, arrays and booleans are TOML's), within its range;
+    ``SpecError`` naming the config and the ``field`` otherwise."""
+    try:
+        return kind.from_toml(value)
+    except Wrong:
+        raise SpecError(f"the config's {field} must be {kind.expected}, got {spell(value)}", param="config") from None
 
 
 def _count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SpecError(f"the config's {name} must be a positive integer, got {value!r}", param="config")
+        raise SpecError(f"the config's {name} must be a positive integer, got {spell(value)}", param="config")
     return value
 
 
@@ -124,8 +136,9 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
     """Read ``path`` (a ``config.json``, or the folder of one) as transformers reads its RoPE (module docstring).
 
     Raises :class:`~posenc_cli.errors.SpecError` (``param="config"`` or ``"layer_type"``) for a config without
-    RoPE, an unknown rope type, a missing ``layer_type`` where the config has several, or a field of the wrong
-    type; :class:`~posenc_cli.errors.FormatError` when the file cannot be read as strict JSON.
+    RoPE, an unknown rope type, a missing ``layer_type`` where the config has several, a field of the wrong type or
+    outside its range (named as the config spells it: ``rope_scaling.beta_fast``), or a file that is not a
+    config.json (not strict JSON, not an object); :class:`~posenc_cli.errors.FormatError` when it cannot be read.
     """
     _, doc = _read(path)
     fields: list[str] = []
@@ -147,13 +160,17 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
             return defaults[key]
         return None
 
+    def field(key: str) -> str:
+        """How a message names the field just taken (``rope_scaling.factor``, ``gemma3_text default head_dim``)."""
+        return fields[-1] if fields else key
+
     rope = take("rope_parameters")
     spelled = "rope_parameters"
     if rope is None:
         rope, spelled = take("rope_scaling"), "rope_scaling"
     rope = {} if rope is None else rope
     if not isinstance(rope, dict):
-        raise SpecError(f"the config's {spelled} must be an object, got {rope!r}", param="config")
+        raise SpecError(f"the config's {spelled} must be an object, got {spell(rope)}", param="config")
     local = take("rope_local_base_freq")
     nested = [key for key in rope if key in LAYER_TYPES]
     if nested or local is not None:
@@ -172,11 +189,13 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
     elif layer_type is not None:
         raise SpecError("layer_type applies to configs with RoPE per layer type; this one has one", param="layer_type")
     if not isinstance(rope, dict):
-        raise SpecError(f"the config's {spelled} must be an object, got {rope!r}", param="config")
+        raise SpecError(f"the config's {spelled} must be an object, got {spell(rope)}", param="config")
     kind = rope.get("rope_type", rope.get("type", "default"))
-    if kind not in KNOWN_TYPES:
+    if not isinstance(kind, str) or kind not in KNOWN_TYPES:
         known = ", ".join(KNOWN_TYPES)
-        raise SpecError(f"the config's rope type {kind!r} is not one posenc makes; it makes {known}", param="config")
+        raise SpecError(
+            f"the config's rope type {spell(kind)} is not one posenc makes; it makes {known}", param="config"
+        )
     scaling = KNOWN_TYPES[kind]
     theta = rope.get("rope_theta")
     if theta is not None:
@@ -191,18 +210,24 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
             "RoPE model's config.json?",
             param="config",
         )
+    settings: dict[str, Any] = {"scaling": scaling}
+    if theta is not None:
+        settings["theta"] = _checked(theta, field("rope_theta"), ranges.THETA)
     head_dim = None
     if isinstance(model_type, str) and model_type.startswith("deepseek"):
         head_dim = take("qk_rope_head_dim")
     elif isinstance(model_type, str) and model_type.startswith("gemma4") and layer_type == "full_attention":
         head_dim = take("global_head_dim")  # Gemma 4's full-attention layers have their own head_dim
     head_dim = head_dim if head_dim is not None else take("head_dim")
-    if head_dim is None:
+    if head_dim is not None:
+        head_dim = _checked(head_dim, field("head_dim"), ranges.HEAD_DIM)
+    else:
         hidden, heads = take("hidden_size"), take("num_attention_heads")
         if hidden is None or heads is None:
             raise SpecError("the config gives neither head_dim nor hidden_size and num_attention_heads", param="config")
         head_dim = _count(hidden, "hidden_size") // _count(heads, "num_attention_heads")
-    head_dim = _count(head_dim, "head_dim")
+        head_dim = _checked(head_dim, "hidden_size // num_attention_heads", ranges.HEAD_DIM)
+    settings["head_dim"] = head_dim
     partial = rope.get("partial_rotary_factor")
     if partial is not None:
         fields.append(f"{prefix}{spelled}.partial_rotary_factor")
@@ -210,24 +235,34 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
         partial = take("partial_rotary_factor")
         if partial is None:
             partial = take("rotary_pct")
-    settings: dict[str, Any] = {"head_dim": head_dim, "scaling": scaling}
-    if theta is not None:
-        settings["theta"] = _number(theta, "rope_theta")
-    if partial is not None and _number(partial, "partial_rotary_factor") != 1.0:
-        if scaling == "proportional":  # HF: rope_angles = int(partial * head_dim // 2)
-            settings["rotary_dim"] = 2 * int(float(partial) * head_dim // 2)
-        else:  # HF: dim = int(head_dim * partial)
-            settings["rotary_dim"] = int(head_dim * float(partial))
+    if partial is not None:
+        share = _checked(partial, field("partial_rotary_factor"), ranges.CONFIG["partial_rotary_factor"])
+        if share != 1.0:
+            if scaling == "proportional":  # HF: rope_angles = int(partial * head_dim // 2)
+                rotary_dim = 2 * int(share * head_dim // 2)
+            else:  # HF: dim = int(head_dim * partial)
+                rotary_dim = int(head_dim * share)
+            if rotary_dim < 2:
+                raise SpecError(
+                    f"the config's {field('partial_rotary_factor')} {spell(partial)} rotates {rotary_dim} of the "
+                    f"{head_dim} dimensions of a head; RoPE rotates at least one pair",
+                    param="config",
+                )
+            settings["rotary_dim"] = rotary_dim
     for key, name in _KEYS[scaling].items():
         if rope.get(key) is not None:
             fields.append(f"{prefix}{spelled}.{key}")
-            settings[name] = rope[key]
+            settings[name] = _checked(rope[key], fields[-1], BOOLEAN if name == "truncate" else ranges.BY_NAME[name])
     max_positions = take("max_position_embeddings")
+    if max_positions is not None:
+        max_positions = _checked(max_positions, field("max_position_embeddings"), ranges.POSITIONS)
     if scaling in ("yarn", "llama3", "longrope"):
         original = take("original_max_position_embeddings")  # Phi-3: the top level comes first
         if original is None and rope.get("original_max_position_embeddings") is not None:
             fields.append(f"{prefix}{spelled}.original_max_position_embeddings")
             original = rope["original_max_position_embeddings"]
+        if original is not None:
+            original = _checked(original, fields[-1], ranges.POSITIONS)
         settings["original_max_positions"] = original if original is not None else max_positions
         if scaling == "yarn" and settings.get("factor") is None and max_positions is not None:
             settings["max_positions"] = max_positions  # HF: factor = max_position_embeddings / original
@@ -235,12 +270,13 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
         settings["max_positions"] = max_positions
     if rope.get("mrope_section") is not None:
         fields.append(f"{prefix}{spelled}.mrope_section")
-        settings["mrope_section"] = rope["mrope_section"]
-        if rope.get("mrope_interleaved"):
+        settings["mrope_section"] = _checked(rope["mrope_section"], fields[-1], ranges.MROPE_SECTION)
+        if rope.get("mrope_interleaved") is not None and _checked(
+            rope["mrope_interleaved"], f"{prefix}{spelled}.mrope_interleaved", BOOLEAN
+        ):
             fields.append(f"{prefix}{spelled}.mrope_interleaved")
             settings["mrope_interleaved"] = True
         elif isinstance(model_type, str) and model_type.startswith("qwen3_vl"):  # interleaved by its class
             fields.append(prefix + "model_type")
             settings["mrope_interleaved"] = True
-    seq_len = _count(max_positions, "max_position_embeddings") if max_positions is not None else None
-    return RopeConfig(settings, tuple(dict.fromkeys(fields)), seq_len)
+    return RopeConfig(settings, tuple(dict.fromkeys(fields)), max_positions)

@@ -25,7 +25,7 @@ from .formats._blocks import row_blocks
 from .formats.limits import Budget
 from .kinds import by_table
 from .make import convert
-from .params import ValueType, Wrong
+from .params import ValueType, Wrong, spell
 from .table import Array, Param, Table, array_sha256
 
 __all__ = ["Mismatch", "VerifyResult", "parse_settings", "regenerate", "verify"]
@@ -63,7 +63,7 @@ def _typed(text: str) -> Param:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     if re.fullmatch(r"[+-]?[0-9]+", text):
-        return int(text)
+        return int(text) if len(text) <= 4000 else text  # int() refuses past 4300 digits: the range check says why
     if not text.isascii():  # float() would read other scripts' digits
         return text
     try:
@@ -173,7 +173,7 @@ def _typed_as(key: str, value: object, kind: ValueType) -> Any:
     try:
         return kind.from_value(value)
     except Wrong as exc:
-        raise SpecError(f"{key} must be {kind.typed or exc.args[0]}, got {value!r}", param=key) from None
+        raise SpecError(f"{key} must be {kind.typed or exc.args[0]}, got {spell(value)}", param=key) from None
 
 
 def _shown(value: object) -> str:

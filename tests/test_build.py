@@ -322,7 +322,7 @@ BAD = [
     ),
     pytest.param(
         '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = "4"\nd_model = 4',
-        ["table #2 (output 'g.h')", 'seq_len must be an integer, got "4" (a string)'],
+        ["table #2 (output 'g.h')", 'seq_len must be an integer with 1 <= x <= 2**32, got "4" (a string)'],
         id="wrong-type",
     ),
     pytest.param(
@@ -360,7 +360,7 @@ BAD = [
     pytest.param('[[table]\ncommand = "alibi"', ["posenc.toml: invalid TOML", "line 7"], id="invalid-toml"),
     pytest.param(
         '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 0\nd_model = 4',
-        ["table #2 (output 'g.h')", "seq_len must be a positive integer, got 0"],
+        ["table #2 (output 'g.h')", "seq_len must be an integer with 1 <= x <= 2**32, got 0 (an integer)"],
         id="out-of-range",
     ),
     pytest.param(
@@ -391,7 +391,7 @@ BAD = [
     pytest.param(
         '[defaults]\nd_model = -4\n[[table]]\ncommand = "alibi"\noutput = "a.h"\nheads = 2\n'
         '[[table]]\ncommand = "generate"\noutput = "g.h"\nseq_len = 4',
-        ["table #2 (output 'g.h')", "d_model must be a positive integer, got -4 (from [defaults])"],
+        ["table #2 (output 'g.h')", "d_model (from [defaults]) must be an integer with 1 <= x <= 2**20, got -4"],
         id="bad-default",
     ),
     pytest.param(

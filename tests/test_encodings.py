@@ -304,7 +304,7 @@ def test_count_messages_and_limits() -> None:
         (True, "True"),
         ("10000", "'10000'"),
         (None, "None"),
-        (10**400, str(10**400)),
+        (10**400, "an integer of 401 digits"),  # not 401 digits on one line (nor 5000: Python refuses those)
     ],
 )
 def test_bad_base(bad: object, shown: str) -> None:
@@ -434,3 +434,21 @@ def test_sweep(d_model: int, base: float) -> None:
             assert_entries(
                 sinusoidal_rows(start, start + 2, d_model, base=base, dtype=dtype), start, range(d_model), d_model, base
             )
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda big: importlib.import_module("posenc_cli.encodings.alibi").check(big, None),
+        lambda big: importlib.import_module("posenc_cli.encodings.relative").check_lengths(big, 4, 0),
+        lambda big: importlib.import_module("posenc_cli.encodings.window").check_window((big, 2)),
+        lambda big: importlib.import_module("posenc_cli.encodings.sincos2d").check(big, 2, 8),
+        lambda big: importlib.import_module("posenc_cli.encodings.sincos2d").check(2, 2, 4 * big),
+        lambda big: check_params(big, 4),
+    ],
+)
+def test_an_integer_python_will_not_print_is_refused_by_its_size(check):
+    """``str(10**5000)`` raises ValueError (CPython's 4300-digit limit): an encoding's check that printed the value
+    it refused crashed on it. The message says how long it is instead."""
+    with pytest.raises(SpecError, match=r"got an integer of 500[12] digits"):
+        check(10**5000)

@@ -189,7 +189,7 @@ def valid_generate(rng: random.Random) -> Vector:
     if preset:
         items.append(("-p", preset))
     if rng.random() < 0.3:
-        items.append(("--base", _pick(rng, "10000", "2.5", "500000", "1e30", "10000.0")))
+        items.append(("--base", _pick(rng, "10000", "2.5", "500000", "1e12", "10000.0")))  # 1e12: the range's top
     if form == "shift":
         items.append(("--freq-shift", rng.choice([s for s in ("0", "1", "0.5", "-1") if d // 2 - float(s) > 0])))
     elif form == "timescales":
@@ -203,7 +203,7 @@ def valid_generate(rng: random.Random) -> Vector:
         items.append(("--odd", odd))
     for option, choices in (
         ("--start", ("0", "1", "-3", "0.5", "1e-3", "-1000.25")),
-        ("--step", ("1", "0.5", "-1", "0", "2", "1e-3")),
+        ("--step", ("1", "0.5", "-1", "-0.25", "2", "1e-3")),  # 0 (every row at one position) is refused: #25
         ("--padding-idx", ("none", "0", str(min(1, n - 1)), str(n - 1))),  # past the last row is refused (KNOWN)
         ("--amplitude", ("1", "-1", "0.5", "-2.5", "1000", "1e-3")),
     ):

@@ -91,7 +91,10 @@ def test_the_click_options_are_the_registry_in_its_order(command):
         own = record in kind.inputs or record.short not in taken
         short = [record.short] if record.short and own else []
         assert [o for o in option.opts if not o.startswith("--")] == short, record.name
-        assert option.help == record.help and option.required == record.required
+        assert option.help == record.full_help and option.required == record.required
+        if record.type.range is not None:  # the range the option holds its value to is in its help
+            bounds = record.type.range.text.split(" and ")[0].replace(" ", "")  # "1 <= x <= 2**32": 1<=x<=2**32
+            assert option.help.startswith(record.help) and bounds in option.help.rpartition("[range: ")[2]
         assert option.is_flag == (record.type is BOOLEAN), record.name
         if record.default is not None or record.is_flag:
             assert option.default == (record.default if not record.is_flag else False), record.name

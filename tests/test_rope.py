@@ -287,3 +287,33 @@ def test_c_header_holds_every_cache_and_compiles(tmp_path, compiler, std):
                             layout="interleaved")  # fmt: skip
     assert [cos, sin, inv] == [table.arrays[k].astype("<f4").tobytes().hex() for k in ("cos", "sin", "inv_freq")]
     assert dims == "9 12 6"
+
+
+# --------------------------------------------------------------------------- values past the float64 arithmetic
+YARN = {"seq_len": 4, "head_dim": 8, "scaling": "yarn", "factor": 4.0, "original_max_positions": 4096}
+E = 2.718281828459045  # ln(E) rounds to 1.0: mscale -10 makes YaRN's get_mscale exactly 0
+
+
+@pytest.mark.parametrize(
+    ("given", "param", "fragment"),
+    [
+        ({**YARN, "beta_fast": 1e308}, "beta_fast", "got 1e+308"),  # beta * 2 pi overflows: the log of 0
+        ({**YARN, "beta_slow": 1e-320}, "beta_slow", "got 1e-320"),  # the quotient overflows: the log of inf
+        ({**YARN, "factor": E, "mscale": 1.0, "mscale_all_dim": -10.0}, "mscale_all_dim", "divisor"),
+        ({**YARN, "factor": E, "mscale": -10.0, "mscale_all_dim": 1.0}, "mscale", "zero"),
+        ({"seq_len": 4, "head_dim": 8, "scaling": "dynamic", "factor": 1e308, "max_positions": 2}, "factor", "1e+308"),
+        ({"seq_len": 8, "head_dim": 4, "scaling": "dynamic", "factor": 1e200, "max_positions": 2}, "factor", "float64"),
+        ({"seq_len": 4, "head_dim": 8, "scaling": "linear", "factor": 10**400}, "factor", "an integer of 401 digits"),
+        ({"seq_len": 4, "head_dim": 8, "theta": 10**400}, "theta", "an integer of 401 digits"),
+        ({"seq_len": 10**5000, "head_dim": 8}, "seq_len", "an integer of 5001 digits"),
+        ({**YARN, "scaling": "llama3", "low_freq_factor": 1e308}, "high_freq_factor", "got 4.0 and 1e+308"),
+    ],
+)
+def test_the_encoding_refuses_what_its_float64_arithmetic_cannot_hold(given, param, fragment):
+    """HF's own float64 steps (YaRN's correction range, dynamic's rescaled base, get_mscale's quotient) overflow,
+    divide by zero or take the log of 0 for these: each is a SpecError naming the parameter, never an
+    OverflowError or ZeroDivisionError, and no number in the message is a fraction of a hundred digits."""
+    with pytest.raises(SpecError) as info:
+        resolve(**given)
+    assert info.value.param == param and fragment in str(info.value), str(info.value)
+    assert len(str(info.value)) < 300

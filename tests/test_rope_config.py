@@ -194,11 +194,11 @@ LLAMA31 = {
          None, {"head_dim": 64, "scaling": "yarn", "factor": 40, "mscale": 0.707, "original_max_positions": 4096}),
         ({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12, "rope_theta": 1000000.0,
           "max_position_embeddings": 32768, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
-         None, {"head_dim": 128, "scaling": "none", "mrope_section": [16, 24, 24]}),
+         None, {"head_dim": 128, "scaling": "none", "mrope_section": (16, 24, 24)}),
         ({"model_type": "qwen3_vl", "text_config": {"head_dim": 128, "rope_theta": 5000000,
           "max_position_embeddings": 262144, "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20],
                                                               "mrope_interleaved": True}}},
-         None, {"head_dim": 128, "mrope_section": [24, 20, 20], "mrope_interleaved": True}),
+         None, {"head_dim": 128, "mrope_section": (24, 20, 20), "mrope_interleaved": True}),
     ],
 )  # fmt: skip
 def test_configs_as_published_give_hfs_settings(tmp_path, doc, layer_type, want):
@@ -238,15 +238,32 @@ def test_configs_posenc_cannot_read_are_one_line(tmp_path, doc, layer_type, frag
     ],
 )
 def test_a_hostile_config_is_refused(tmp_path, text, fragment):
+    """Whatever is wrong with the file posenc was pointed at is a bad --config: exit 2, as any bad value (#25)."""
     (tmp_path / "config.json").write_bytes(text)
-    with pytest.raises(FormatError, match=fragment):
+    with pytest.raises(SpecError, match=fragment) as info:
         rope_settings(tmp_path)
+    assert info.value.param == "config"
+    one_line(run("rope", "--config", tmp_path, "-o", tmp_path / "x.npz"), 2, "--config", fragment)
+    assert not (tmp_path / "x.npz").exists()
 
 
 def test_a_fifo_config_is_refused(tmp_path):
     os.mkfifo(tmp_path / "config.json")
-    with pytest.raises(FormatError, match="regular file"):
+    with pytest.raises(SpecError, match="regular file"):
         rope_settings(tmp_path)
+
+
+def test_a_config_that_cannot_be_read_is_a_failure_not_a_bad_option(tmp_path, monkeypatch):
+    """An I/O error reading the config is no mistake in the command: exit 1, and still one line."""
+    path = write(tmp_path, "m", LLAMA31)
+
+    def failing(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("posenc_cli.model_config.open_regular", failing)
+    with pytest.raises(FormatError, match="Input/output error"):
+        rope_settings(path)
+    one_line(run("rope", "--config", path, "-o", tmp_path / "x.npz"), 1, "Input/output error")
 
 
 def test_cli_config_flags_override_and_the_table_records_the_fields(tmp_path):
@@ -288,7 +305,7 @@ def test_a_bad_value_in_the_config_names_the_config(tmp_path):
     doc = {"rope_theta": 1e4, "head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": "abc"}}
     folder = write(tmp_path, "bad", doc)
     line = one_line(run("rope", "--config", folder, "-n", 4, "-o", tmp_path / "x.npz"), 2, "--config", "factor")
-    assert "from the config" in line
+    assert "the config's rope_scaling.factor must be a number with 1e-6 <= x <= 1e6, got 'abc'" in line
     with pytest.raises(SpecError) as info:
         api.rope(4, "x")  # type: ignore[arg-type]
     assert info.value.param == "head_dim"
@@ -321,3 +338,38 @@ def test_a_manifest_config_outside_its_folder_is_refused(tmp_path):
     )
     one_line(run("build", inner / "posenc.toml"), 2, "config", "outside")
     assert not (inner / "r.h").exists()
+
+
+def test_a_manifest_entry_whose_config_is_not_json_exits_2_and_writes_nothing(tmp_path):
+    (tmp_path / "bad.json").write_text("{bad")
+    (tmp_path / "posenc.toml").write_text(
+        '[[table]]\ncommand = "generate"\noutput = "g.npy"\nseq_len = 4\nd_model = 4\n'
+        '[[table]]\ncommand = "rope"\noutput = "r.npz"\nconfig = "bad.json"\nseq_len = 4\n'
+    )
+    line = one_line(run("build", tmp_path / "posenc.toml"), 2, "table #2", "bad.json", "not a valid config.json")
+    assert "Traceback" not in line and not (tmp_path / "g.npy").exists() and not (tmp_path / "r.npz").exists()
+
+
+def test_an_error_is_blamed_on_the_config_only_for_what_the_config_gave(tmp_path):
+    """YaRN's factor derived from the config's lengths is the config's fault (the option was never given); a
+    missing length that the config could have given but did not is the command's (--seq-len)."""
+    short = write(
+        tmp_path,
+        "short",
+        {
+            "rope_theta": 1e4,
+            "head_dim": 64,
+            "max_position_embeddings": 8,
+            "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 4096},
+        },
+    )
+    one_line(run("rope", "--config", short, "-o", tmp_path / "x.npz"), 2, "'--config'", "factor must be at least 1")
+    bare = write(tmp_path, "bare", {"rope_theta": 1e4, "head_dim": 64})
+    line = one_line(run("rope", "--config", bare, "-o", tmp_path / "x.npz"), 2, "--seq-len", "rope needs seq_len")
+    assert "from the config" not in line
+    odd = write(
+        tmp_path,
+        "odd",
+        {"rope_theta": 1e4, "head_dim": 64, "max_position_embeddings": 8, "partial_rotary_factor": 0.25 + 1 / 64},
+    )  # int(64 * p) = 17: not a pair
+    one_line(run("rope", "--config", odd, "-o", tmp_path / "x.npz"), 2, "'--config'", "rotary_dim must be even")

@@ -404,6 +404,7 @@ def test_frequencies_below_float64() -> None:
 
 # ------------------------------------------------------------------------------------------------- validation
 GOOD = {"first_row": 0, "stop_row": 4, "columns": [(0, "sin"), (0, "cos")], "denom": 1}
+ROW_3 = "positions must stay below 2**32 in magnitude: row 3 is at start + step * 3 = "
 
 
 @pytest.mark.parametrize(
@@ -428,6 +429,10 @@ GOOD = {"first_row": 0, "stop_row": 4, "columns": [(0, "sin"), (0, "cos")], "den
         ({"start": 2.0**32}, "start", "start must be below 2**32 in magnitude"),
         ({"step": 2.0**31}, "stop_row", "positions must stay below 2**32 in magnitude: row 3 is at"),
         ({"start": -(2.0**32) + 1, "step": -1.0}, "stop_row", "positions must stay below 2**32 in magnitude: row 3"),
+        ({"step": 1e300}, "stop_row", ROW_3 + "3e+300"),
+        ({"step": 1e308}, "stop_row", ROW_3 + "beyond 1e308"),  # was an OverflowError formatting float(position)
+        ({"stop_row": 10**5000}, "stop_row", "stop_row must be at most 4294967296, got an integer of 5001 digits"),
+        ({"mults": [Fraction(1, 10**300)]}, "mults", "mults[0] must be a number in [2**-64, 2**32], got 1e-300"),
         ({"scale": 0.0}, "scale", "scale must be nonzero, got 0.0"),
         ({"scale": math.inf}, "scale", "scale must be a finite number, got inf"),
         ({"scale": 1e39}, "scale", "scale must be nonzero and at most 3.4028235e+38 in magnitude for float32"),

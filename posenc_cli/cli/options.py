@@ -57,12 +57,30 @@ class ClickChoice(click.Choice):  # type: ignore[type-arg]
         return f"{said} {hint[0].upper()}{hint[1:]}" if hint else said
 
 
+class _Ranged(click.ParamType):  # type: ignore[type-arg]
+    """An integer or a number read as click's ASCII ``INT`` or ``FLOAT`` reads it, then held to the registry type's
+    range (:class:`~posenc_cli.ranges.Range`); a value outside is refused as it was typed."""
+
+    def __init__(self, number: Any, kind: ValueType) -> None:
+        self.number, self.kind = number, kind
+        self.name = number.name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value  # a default, already typed
+        read = self.number.convert(value, param, ctx)
+        if not self.kind.holds(read):
+            self.fail(f"expected {self.kind.expected}, got {value!r}", param, ctx)
+        return read
+
+
 def click_type(kind: ValueType) -> Any:
-    """The click type of a registry value type (ASCII numbers: :mod:`posenc_cli._cli_types`)."""
-    if kind is INTEGER:
-        return INT
-    if kind is NUMBER:
-        return FLOAT
+    """The click type of a registry value type (ASCII numbers: :mod:`posenc_cli._cli_types`; a range checked)."""
+    for plain, number in ((INTEGER, INT), (NUMBER, FLOAT)):
+        if kind is plain:
+            return number
+        if kind.range is not None and type(kind) is type(plain):
+            return _Ranged(number, kind)
     if kind is TEXT:
         return click.STRING
     if isinstance(kind, Choice):
@@ -83,7 +101,7 @@ def option(param: Param, **overrides: Any) -> Decorator:
     """The click option of ``param``: ``-s, --long NAME`` (``--x/--no-x`` for a pair), its type, default, help."""
     flags = [param.short] if param.short else []
     flags.append(f"{param.flag}/{param.negative}" if param.pair else param.flag)
-    settings: dict[str, Any] = {"help": param.help, "cls": ParamOption, "record": param}
+    settings: dict[str, Any] = {"help": param.full_help, "cls": ParamOption, "record": param}
     if param.is_flag:
         settings.update(is_flag=True, default=False)
     elif param.pair:

@@ -2,8 +2,9 @@
 
 The page is generated, never edited by hand: ``python -m posenc_cli.cli.reference > docs/commands.md``.
 ``tests/test_reference.py`` fails when the committed page differs from what this module writes, so the reference
-cannot drift from the code. Each option's row comes from the click command (flags, type, default, help), and the
-manifest key and API keyword columns from :mod:`posenc_cli.kinds` (the registry every surface is made from).
+cannot drift from the code. Each option's row comes from the click command (flags, type, default, help, the range),
+and the manifest key and API keyword columns from :mod:`posenc_cli.kinds` (the registry every surface is made from);
+the closing table of ranges and their reasons from the parameters' types (:mod:`posenc_cli.ranges`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import re
 
 import click
 
-from ..kinds import KINDS, OUTPUT, RUN
+from ..kinds import CONVERT, KINDS, OUTPUT, RUN
+from ..ranges import CONFIG
 from .options import ParamOption
 
 __all__ = ["render"]
@@ -117,6 +119,42 @@ def _command(name: str, command: click.Command, group: click.Group) -> list[str]
     return lines
 
 
+def _ranges() -> list[str]:
+    """Every range a number is held to, once per parameter, with the commands that take it and why it is what it
+    is; then the config.json fields that are no parameter but have a range of their own."""
+    taken: dict[str, list[str]] = {}
+    types = {}
+    for command, params in [*((k.command, k.inputs) for k in KINDS.values()), ("convert", CONVERT)]:
+        for param in [*params, *OUTPUT]:
+            if param.type.range is not None:
+                taken.setdefault(param.name, [])
+                if command not in taken[param.name]:
+                    taken[param.name].append(command)
+                types[param.name] = param.type
+    lines = [
+        "## Parameter ranges",
+        "",
+        "Every number posenc takes is held to one range: as an option, a manifest key, a Python keyword, a",
+        "parameter a table records (read back by `posenc verify` and `inspect`) and a field of a model's",
+        "config.json (the range of the parameter it becomes). A value outside is refused with one line naming",
+        "the option, key or field (exit 2). Each range is what real models use, with a wide margin, and no",
+        "further than the arithmetic stays exact and finite:",
+        "",
+        "| parameter | commands | range | why |",
+        "|---|---|---|---|",
+    ]
+    for name, commands in taken.items():
+        kind = types[name]
+        assert kind.range is not None
+        each = kind.each.strip()
+        said = f"{each}: `{kind.range.text}`" if each else f"`{kind.range.text}`"
+        lines.append(f"| `{name}` | {', '.join(commands)} | {_cell(said)} | {_cell(kind.range.why)} |")
+    for field, kind in CONFIG.items():
+        assert kind.range is not None
+        lines.append(f"| config.json `{field}` | rope | `{_cell(kind.range.text)}` | {_cell(kind.range.why)} |")
+    return [*lines, ""]
+
+
 def render(cli: click.Group) -> str:
     """The whole page for the ``posenc`` group ``cli``, as committed in ``docs/commands.md``."""
     lines = [
@@ -130,11 +168,13 @@ def render(cli: click.Group) -> str:
         "The command line's own switches (`-v`, `-q`, `--check`, `--json`) are not manifest keys: they are options",
         "of `posenc build` itself. Bad input exits 2 with one line naming the option; other failures exit 1.",
         "",
-        "Commands: " + ", ".join(f"[{n}](#posenc-{n})" for n in sorted(cli.commands)),
+        "Commands: " + ", ".join(f"[{n}](#posenc-{n})" for n in sorted(cli.commands)) + ". The ranges of every "
+        "number and the reasons for them: [Parameter ranges](#parameter-ranges).",
         "",
     ]
     for name in sorted(cli.commands):
         lines += _command(name, cli.commands[name], cli)
+    lines += _ranges()
     return "\n".join(lines).rstrip() + "\n"
 
 

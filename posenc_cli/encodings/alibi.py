@@ -37,6 +37,7 @@ import numpy as np
 from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings._exact import round_checked
 from posenc_cli.encodings.names import ALIBI_VARIANTS
+from posenc_cli.encodings.sinusoid import show
 from posenc_cli.errors import SpecError
 
 #: Heads and positions posenc accepts: far beyond any model, small enough that positions stay exact integers.
@@ -76,7 +77,7 @@ def check(heads: object, seq_len: object | None) -> tuple[int, int | None]:
         if name == "seq_len" and value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= top:
-            raise SpecError(f"{name} must be an integer from 1 to {top}, got {value!r}", param=name)
+            raise SpecError(f"{name} must be an integer from 1 to {top}, got {show(value)}", param=name)
     return int(heads), None if seq_len is None else int(seq_len)  # type: ignore[call-overload]
 
 

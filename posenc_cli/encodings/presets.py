@@ -174,7 +174,10 @@ PRESETS: dict[str, Preset] = {
 def _real(value: object, name: str) -> float:
     out = math.nan
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-        out = float(value)
+        try:
+            out = float(value)
+        except OverflowError:  # an integer past every float64
+            pass
     if not math.isfinite(out):
         raise SpecError(f"{name} must be a finite number, got {show(value)}", param=name)
     return out

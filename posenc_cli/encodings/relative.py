@@ -44,6 +44,7 @@ from collections.abc import Callable
 import numpy as np
 
 from posenc_cli.encodings.names import RELATIVE_SCHEMES
+from posenc_cli.encodings.sinusoid import show
 from posenc_cli.errors import SpecError
 
 __all__ = [
@@ -73,7 +74,7 @@ MAX_STEPS = 1 << 16
 
 def _integer(value: object, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
-        raise SpecError(f"{name} must be an integer from {low} to {high}, got {value!r}", param=name)
+        raise SpecError(f"{name} must be an integer from {low} to {high}, got {show(value)}", param=name)
     return int(value)
 
 

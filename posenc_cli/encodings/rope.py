@@ -178,10 +178,13 @@ def _pow(x: float, y: float) -> float:
 def _real(value: object, name: str, *, positive: bool = True, minimum: float | None = None) -> float:
     out = math.nan
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-        out = float(value)
+        try:
+            out = float(value)
+        except OverflowError:  # an integer past every float64
+            pass
     if not math.isfinite(out) or (positive and out <= 0) or (minimum is not None and out < minimum):
-        what = f"at least {minimum:g}" if minimum is not None else "positive" if positive else "finite"
-        raise SpecError(f"{name} must be a finite number, {what}, got {show(value)}", param=name)
+        what = f", at least {minimum:g}" if minimum is not None else ", positive" if positive else ""
+        raise SpecError(f"{name} must be a finite number{what}, got {show(value)}", param=name)
     return out
 
 
@@ -312,7 +315,14 @@ def _dynamic_base(theta: float, factor: float, seq_len: int, max_positions: int,
         raise SpecError("dynamic scaling needs head_dim > 2 (its exponent is dim / (dim - 2))", param="head_dim")
     length = max(seq_len, max_positions)
     ratio = (factor * length / max_positions) - (factor - 1)  # float64, HF's order
-    return theta * _pow(ratio, dim / (dim - 2))
+    base = theta * _pow(ratio, dim / (dim - 2)) if math.isfinite(ratio) else math.inf
+    if not math.isfinite(base):  # the float64 HF computes overflows: there is no such table
+        raise SpecError(
+            f"factor {show(factor)} rescales theta {show(theta)} past the largest float64 at seq_len {seq_len} "
+            f"(dynamic's base is theta * (factor * seq_len / max_positions - (factor - 1)) ** (dim / (dim - 2)))",
+            param="factor",
+        )
+    return base
 
 
 def _yarn(theta: float, dim: int, p: dict[str, object]) -> tuple[tuple[Fraction, ...], float]:
@@ -332,17 +342,36 @@ def _yarn(theta: float, dim: int, p: dict[str, object]) -> tuple[tuple[Fraction,
     if attention is None:
         ms, ms_all = _opt(p, "mscale"), _opt(p, "mscale_all_dim")
         if ms and ms_all:
-            attention = mscale_of(factor, ms) / mscale_of(factor, ms_all)
+            divisor = mscale_of(factor, ms_all)
+            if divisor == 0 or not math.isfinite(mscale_of(factor, ms) / divisor):
+                raise SpecError(
+                    f"mscale_all_dim {show(ms_all)} makes YaRN's divisor 0.1 * mscale_all_dim * ln(factor) + 1 "
+                    f"{show(divisor)} at factor {show(factor)}: no attention scaling",
+                    param="mscale_all_dim",
+                )
+            attention = mscale_of(factor, ms) / divisor
         else:
             attention = mscale_of(factor)
+    if attention == 0:  # cos and sin times 0: no table (HF's own would be all zeros)
+        raise SpecError(
+            f"mscale {show(_opt(p, 'mscale'))} makes YaRN's attention scaling 0.1 * mscale * ln(factor) + 1 zero at "
+            f"factor {show(factor)}",
+            param="mscale",
+        )
     beta_fast, beta_slow = _opt(p, "beta_fast") or 32.0, _opt(p, "beta_slow") or 1.0
     two_pi = 2 * math.pi  # HF: the float64 pi
 
-    def correction_dim(rotations: float) -> float:
+    def correction_dim(rotations: float, name: str) -> float:
         arg = original / (rotations * two_pi)
+        if not 0 < arg < math.inf:  # HF's float64 quotient overflows or underflows: its logarithm is no number
+            raise SpecError(
+                f"{name} must leave original_max_positions / ({name} * 2 pi) a finite positive float64, got "
+                f"{show(rotations)}",
+                param=name,
+            )
         return (dim * _f64(_ln(arg))) / (2 * _f64(_ln(theta)))
 
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    low, high = correction_dim(beta_fast, "beta_fast"), correction_dim(beta_slow, "beta_slow")
     if p.get("truncate", True):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, dim - 1)
@@ -359,7 +388,10 @@ def _llama3(theta: float, dim: int, p: dict[str, object]) -> tuple[Fraction, ...
     factor, original = Fraction(_num(p, "factor")), Fraction(_num(p, "original_max_positions"))
     low, high = Fraction(_num(p, "low_freq_factor", 1.0)), Fraction(_num(p, "high_freq_factor", 4.0))
     if not high > low:
-        raise SpecError(f"high_freq_factor must exceed low_freq_factor, got {high} and {low}", param="high_freq_factor")
+        raise SpecError(
+            f"high_freq_factor must exceed low_freq_factor, got {show(float(high))} and {show(float(low))}",
+            param="high_freq_factor",
+        )
     mults = []
     with decimal.localcontext() as ctx:
         ctx.prec = 80

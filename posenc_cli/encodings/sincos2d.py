@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_cli.dtypes import ElementType
-from posenc_cli.encodings.sinusoid import sinusoid_rows
+from posenc_cli.encodings.sinusoid import show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
 #: Grid sides posenc accepts: far beyond any vision model.
@@ -33,15 +33,15 @@ def check(height: object, width: object, d_model: object) -> tuple[int, int, int
     """Validate; ``SpecError`` names ``grid`` or ``d_model``."""
     for value in (height, width):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIDE:
-            raise SpecError(f"grid sides must be integers from 1 to {MAX_SIDE}, got {value!r}", param="grid")
+            raise SpecError(f"grid sides must be integers from 1 to {MAX_SIDE}, got {show(value)}", param="grid")
     if isinstance(d_model, bool) or not isinstance(d_model, (int, np.integer)) or d_model < 4 or d_model % 4:
         raise SpecError(
             f"d_model must be a positive multiple of 4 for 2-D sincos (two axes, a sine and a cosine half each), "
-            f"got {d_model!r}",
+            f"got {show(d_model)}",
             param="d_model",
         )
     if d_model > MAX_D_MODEL:
-        raise SpecError(f"d_model must be at most {MAX_D_MODEL}, got {d_model}", param="d_model")
+        raise SpecError(f"d_model must be at most {MAX_D_MODEL}, got {show(d_model)}", param="d_model")
     return int(height), int(width), int(d_model)  # type: ignore[call-overload]
 
 

@@ -83,7 +83,44 @@ ColumnSpec = Sequence[tuple[int, str] | None] | Columns
 
 # --------------------------------------------------------------------------------------------------- validation
 def show(value: object) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+    """A value as an error message writes it: a string quoted, a number as a person would have typed it (a fraction
+    as the float nearest it, never a hundred digits over a hundred more), an integer too long to read by its size
+    (Python will not even write one of over 4300 digits), a sequence by its first items.
+
+    >>> show("x"), show(0.5), show(Fraction(1, 3)), show(Fraction(1, 10**300)), show(10**400), show((2, 3))
+    ("'x'", '0.5', '1/3', '1e-300', 'an integer of 401 digits', '(2, 3)')
+    """
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, Fraction) and value.denominator == 1:
+        value = value.numerator
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        number = int(value)
+        if abs(number) < 10**30:
+            return str(number)
+        digits = int(math.log10(abs(number))) + 1  # str() refuses past 4300 digits; the logarithm does not
+        return f"{'an' if number > 0 else 'a negative'} integer of {digits} digits"
+    if isinstance(value, Fraction):
+        if len(str(value)) <= 40:  # 1/3: the fraction itself is what was given
+            return str(value)
+        try:
+            return repr(float(value))
+        except OverflowError:
+            return f"{'' if value > 0 else '-'}a number beyond 1e308"
+    if isinstance(value, (list, tuple)):
+        items = [show(v) for v in value[:8]] + (["..."] if len(value) > 8 else [])
+        inside = ", ".join(items) + ("," if isinstance(value, tuple) and len(value) == 1 else "")
+        return f"[{inside}]" if isinstance(value, list) else f"({inside})"
+    text = str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _approximately(value: Fraction) -> str:
+    """An exact rational (a position) as the float64 nearest it, or as beyond every float64."""
+    try:
+        return repr(float(value))
+    except OverflowError:
+        return "beyond 1e308" if value > 0 else "below -1e308"
 
 
 def count(value: object, name: str, minimum: int, maximum: int) -> int:
@@ -92,7 +129,7 @@ def count(value: object, name: str, minimum: int, maximum: int) -> int:
         kind = "a positive" if minimum > 0 else "a non-negative"
         raise SpecError(f"{name} must be {kind} integer, got {show(value)}", param=name)
     if value > maximum:
-        raise SpecError(f"{name} must be at most {maximum}, got {value}", param=name)
+        raise SpecError(f"{name} must be at most {maximum}, got {show(value)}", param=name)
     return int(value)
 
 
@@ -207,7 +244,7 @@ def check_sinusoid(
     if stop > first and not abs(last) < limit:
         raise SpecError(
             f"positions must stay below {what} in magnitude: row {stop - 1} is at start + step * {stop - 1} = "
-            f"{float(last):.17g}",
+            f"{_approximately(last)}",
             param="stop_row",
         )
     if s == 0 or abs(s) > _FINITE_MAX.get(element.name, math.inf):

@@ -35,6 +35,7 @@ import numpy as np
 
 from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings.names import WINDOW_SCHEMES
+from posenc_cli.encodings.sinusoid import show
 from posenc_cli.errors import SpecError
 
 __all__ = ["MAX_SIDE", "SCHEMES", "beit_index", "check_window", "swin_index", "swinv2_coords"]
@@ -48,10 +49,10 @@ MAX_SIDE = 256
 def check_window(window: object, name: str = "window") -> tuple[int, int]:
     """Validate an ``(H, W)`` window; ``SpecError`` names ``name``."""
     if not isinstance(window, tuple) or len(window) != 2:
-        raise SpecError(f"{name} must be a pair of sides (H, W), got {window!r}", param=name)
+        raise SpecError(f"{name} must be a pair of sides (H, W), got {show(window)}", param=name)
     for side in window:
         if isinstance(side, bool) or not isinstance(side, (int, np.integer)) or not 1 <= side <= MAX_SIDE:
-            raise SpecError(f"{name} sides must be integers from 1 to {MAX_SIDE}, got {side!r}", param=name)
+            raise SpecError(f"{name} sides must be integers from 1 to {MAX_SIDE}, got {show(side)}", param=name)
     return int(window[0]), int(window[1])
 
 
