@@ -199,7 +199,7 @@ def test_a_config_json_that_is_not_json_is_refused_in_one_line(tmp_path, text, f
     (tmp_path / "config.json").write_text(text)
     out = tmp_path / "out.npz"
     result = run(["rope", "--config", str(tmp_path), "-n", "4", "-o", str(out)])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # a config that is no config is a bad --config
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "config.json" in lines[0] and fragment in lines[0], result.stderr
     assert not out.exists()

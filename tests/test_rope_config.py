@@ -346,7 +346,7 @@ def test_a_manifest_entry_whose_config_is_not_json_exits_2_and_writes_nothing(tm
         '[[table]]\ncommand = "generate"\noutput = "g.npy"\nseq_len = 4\nd_model = 4\n'
         '[[table]]\ncommand = "rope"\noutput = "r.npz"\nconfig = "bad.json"\nseq_len = 4\n'
     )
-    line = one_line(run("build", tmp_path / "posenc.toml"), 2, "table #2", "bad.json", "not a valid config.json")
+    line = one_line(run("build", tmp_path / "posenc.toml"), 2, "table #2", "bad.json", "is not valid UTF-8 JSON")
     assert "Traceback" not in line and not (tmp_path / "g.npy").exists() and not (tmp_path / "r.npz").exists()
 
 
