@@ -27,6 +27,15 @@ name           stored as (numpy)          value
                                           ``[-128, 127]``; needs ``scale`` (and ``zero_point``, default 0)
 =============  =========================  ======================================================================
 
+Saturation is never silent. The codes of a fixed-point type ``fixedT.F`` run from ``-2**(T-1)`` to ``2**(T-1) -
+1``, the values ``-2**I`` to ``2**I - 2**-F`` (``I = T - 1 - F`` integer bits). The value ``+2**I`` (q15's +1.0, a
+sinusoid's cos 0) has no code of its own: CMSIS writes it, and every value that rounds to it, as the largest code.
+That convention stands, and int8 follows the same rule (a code ``round(v / scale) + zero_point`` of 128, one past
+the largest, is written as 127: with scale 1/128 int8 is q7). Any other value whose rounded code is outside the
+codes would be saturated, clipped (:meth:`ElementType.beyond` says which). The table makers refuse such a table
+unless it is asked for with ``saturate`` (:mod:`posenc_cli.saturation`); the conversions here saturate as the
+table above says.
+
 Every conversion rounds the *exact* value once. The generators hand over the correctly rounded float64 ``y`` of
 each entry; a coarser result is proven from it when possible and recomputed exactly otherwise:
 
@@ -114,6 +123,14 @@ def word_bits(name: str) -> int:
         return fixed[0]
     return 8 * np.dtype(_STORAGE.get(name, name)).itemsize
 
+
+#: The largest finite value of each float type.
+_FLOAT_MAX = {
+    "float32": float(np.finfo(np.float32).max),
+    "float64": float(np.finfo(np.float64).max),
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+}
 
 _STORAGE = {
     "float32": "<f4",
@@ -260,6 +277,71 @@ class ElementType:
         frac = np.abs(scaled - np.trunc(scaled))
         undecided = np.abs(frac - 0.5) <= err
         return _saturate(_round_half_away(scaled) + self.zero_point, self.storage), undecided
+
+    @property
+    def is_integer(self) -> bool:
+        """Whether values are stored as integer codes that saturate: the fixed-point types and int8."""
+        return not self.is_float
+
+    def span(self) -> tuple[float, float]:
+        """The least and greatest value the type holds without saturating (float types: their finite range).
+
+        A fixed-point type's greatest is ``+2**I`` (written as its largest code, CMSIS's convention); int8's are the
+        real values of the codes -128 and 128 (128 written as 127, the same convention).
+
+        Examples
+        --------
+        >>> ElementType.of("q15").span(), ElementType.of("fixed16.14").span()
+        ((-1.0, 1.0), (-2.0, 2.0))
+        >>> ElementType.of("int8", scale=0.5, zero_point=-28).span()
+        (-50.0, 78.0)
+        """
+        if self.fixed is not None:
+            whole = 2.0 ** (self.fixed[0] - 1 - self.fixed[1])
+            return -whole, whole
+        if self.scale is not None:
+            return (-128 - self.zero_point) * self.scale, (128 - self.zero_point) * self.scale
+        most = _FLOAT_MAX[self.name]
+        return -most, most
+
+    def beyond(self, y: npt.ArrayLike) -> np.ndarray:
+        """Which of the float64 values ``y`` this type would saturate (clip): a boolean array of ``y``'s shape.
+
+        A fixed-point type ``fixedT.F`` (q7, q15, q31 too): a value whose code ``round(v * 2**F)`` (halves away from
+        zero) is above ``2**(T-1)`` or below ``-2**(T-1)``; the code ``2**(T-1)`` itself is ``+2**I``, which CMSIS
+        writes as the largest code (the module docstring), and is not counted. int8 by the same rule: a code
+        ``round(v / scale) + zero_point`` above 128 or below -128. Float types saturate nothing (an overflow to
+        infinity is refused where it can happen); NaN is never counted (integer types refuse it elsewhere). The
+        answer is exact for the values ``y`` as they are: a generated table is judged on its correctly rounded
+        float64 values.
+
+        Examples
+        --------
+        >>> ElementType.of("q15").beyond([1.0, 1.0000152, 1.0000153, -1.0000152, -1.0000153]).tolist()
+        [False, False, True, False, True]
+        >>> ElementType.of("int8", scale=1 / 128).beyond([1.0, 1.0039, 1.0040, -1.0039, -1.0040]).tolist()
+        [False, False, True, False, True]
+        """
+        y = np.asarray(y, np.float64)
+        if self.fixed is not None:
+            total, frac = self.fixed
+            top = 2.0 ** (total - 1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                x = y * 2.0**frac  # exact, or an overflow to infinity (beyond either way)
+                # x - top is exact where it matters (Sterbenz: x within [top/2, 2 top]) and far from 0.5 elsewhere.
+                out: np.ndarray = (x - top >= 0.5) | (x + top <= -0.5)
+            return out
+        if self.scale is None:
+            return np.zeros(y.shape, bool)
+        high, low = 128.5 - self.zero_point, -128.5 - self.zero_point  # where codes 129 and -129 begin
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            scaled = y / self.scale  # within half an ulp of the exact quotient
+            out = (scaled >= high) | (scaled <= low)
+            near = (np.abs(scaled - high) <= 4 * np.spacing(high)) | (np.abs(scaled - low) <= 4 * np.spacing(-low))
+        for index in zip(*np.nonzero(near), strict=True):  # within rounding of a boundary: decide exactly
+            q = Fraction(float(y[index])) / Fraction(self.scale)
+            out[index] = q >= Fraction(high) or q <= Fraction(low)
+        return out
 
     def from_exact(self, q: Fraction) -> int | float:
         """The stored value (a float for float types, an integer otherwise) for the exact value ``q``."""

@@ -44,7 +44,16 @@ ELEMENT: tuple[Param, ...] = (
     Param("dtype", ELEMENT_TYPE, "Output element type.", default="float32", always_recorded=True),
     Param("scale", ranges.SCALE, "int8 only: the real value of one quantisation step."),
     Param("zero_point", ranges.ZERO_POINT, "int8 only: the integer that stands for 0.0.  [default: 0]"),
+    Param(
+        "saturate",
+        BOOLEAN,
+        "Fixed point, int8: clip values beyond the type's range to its ends (without it they are refused; "
+        "q15's +1.0 is written as 32767 either way).",
+        default=False,
+    ),
 )
+#: The element parameters' names: what every float kind reads back from its record.
+_ELEMENT_KEYS = tuple(p.name for p in ELEMENT)
 
 #: The element type of index tables (``posenc relative``, ``posenc window``): integers, no quantisation.
 INDEX_ELEMENT: tuple[Param, ...] = (
@@ -193,7 +202,7 @@ def by_table(table: str) -> Kind:
 
 # ---------------------------------------------------------------------------------------------- recorded types
 _QUANTISATION: dict[str, ValueType] = {
-    "dtype": TEXT, "scale": ranges.SCALE, "zero_point": ranges.ZERO_POINT, "converted_from": TEXT
+    "dtype": TEXT, "scale": ranges.SCALE, "zero_point": ranges.ZERO_POINT, "saturate": BOOLEAN, "converted_from": TEXT
 }  # fmt: skip
 #: The paper's values of the sinusoidal parameters a file records only when they differ from them.
 _PAPER = {"layout": "interleaved", "odd": "natural", "start": 0.0, "step": 1.0, "amplitude": 1.0}
@@ -204,7 +213,7 @@ def _sinusoidal_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
     with ``preset`` and ``layout`` both recorded an absent value means the paper's (and no padding row); without
     ``layout`` (parameters given by hand) the preset's values apply, as ``posenc generate --preset`` gives them."""
     args: dict[str, Any] = {k: p[k] for k in ("seq_len", "d_model", "base", "preset", "padding_idx") if k in p}
-    args.update({k: p[k] for k in ("dtype", "scale", "zero_point") if k in p})
+    args.update({k: p[k] for k in _ELEMENT_KEYS if k in p})
     record = "preset" in p and "layout" in p
     for key, paper in _PAPER.items():
         if key in p or record:
@@ -230,7 +239,7 @@ def _rope_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
             "be made again from its parameters",
             param="position_ids",
         )
-    inputs = {param.name for param in ROPE_PARAMS} | {"dtype", "scale", "zero_point"}
+    inputs = {param.name for param in ROPE_PARAMS} | set(_ELEMENT_KEYS)
     skip = {"attention_scaling", "config", "layer_type"}  # a config's values are all recorded in their own names
     args = {key: value for key, value in p.items() if key in inputs and key not in skip}
     if "attention_scaling_folded" in p:
@@ -246,7 +255,7 @@ def _same_names(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], dict[st
 
 
 def _sincos2d_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
-    args = {key: p[key] for key in ("d_model", "cls_token", "base", "dtype", "scale", "zero_point") if key in p}
+    args = {key: p[key] for key in ("d_model", "cls_token", "base", *_ELEMENT_KEYS) if key in p}
     if "grid_height" in p and "grid_width" in p:
         args["grid"] = (p["grid_height"], p["grid_width"])
     return args
@@ -514,7 +523,7 @@ KINDS: dict[str, Kind] = {
         maker="alibi",
         lazy=False,
         recorded={"heads": ranges.HEADS, "seq_len": ranges.SEQ_LEN, **_QUANTISATION, "variant": TEXT},
-        from_record=_same_names(("heads", "seq_len", "variant", "dtype", "scale", "zero_point")),
+        from_record=_same_names(("heads", "seq_len", "variant", *_ELEMENT_KEYS)),
         work=_alibi_work,
     ),
     "sincos2d": Kind(

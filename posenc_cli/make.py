@@ -22,16 +22,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _resources, ranges
-from .dtypes import ElementType
+from .dtypes import ElementType, decode
 from .encodings import check_params, presets
 from .encodings.sinusoidal import paper_rows
 from .errors import SpecError
+from .saturation import check_saturate, may_clip, refuse_clipping
 from .table import Array, Param, RowSource, Table
 
 if TYPE_CHECKING:
     from .make_index import relative, window
     from .make_rope import rope
 
+#: The float64 table of the same parameters: the correctly rounded values a quantised table rounds from.
+_FLOAT64 = ElementType.of("float64")
 #: The makers defined elsewhere, by name: the module of this package that holds each.
 _ELSEWHERE = {"relative": "make_index", "window": "make_index", "rope": "make_rope"}
 
@@ -69,6 +72,7 @@ def generate(
     padding_idx: int | str | None = None,
     no_padding: bool = False,
     amplitude: float | None = None,
+    saturate: bool = False,
 ) -> Table:
     """A 1-D sinusoidal table as a :class:`Table` with its parameters: the paper's by default, any framework's with
     ``preset`` and the parameters of :mod:`posenc_cli.encodings.presets` (which override the preset's).
@@ -87,6 +91,12 @@ def generate(
     ``dtype`` is any element type of :data:`posenc_cli.dtypes.DTYPES` (``scale`` and ``zero_point`` for
     int8: the quantisation step; the table's own multiplier is ``amplitude``). The parameters record the dtype by
     name, the preset, and every value that differs from the paper's table.
+
+    A fixed-point or int8 table whose values the type cannot hold (an ``amplitude`` beyond q15's [-1, 1]) is
+    refused with the count of values that would clip (:mod:`posenc_cli.saturation`), unless ``saturate=True`` asks
+    for them to be clipped to the type's ends; the table then records ``saturate``. When the amplitude fits the type
+    no value can clip and nothing is counted; otherwise the values are computed once in float64 and counted here,
+    before this returns (and so before any file is opened).
 
     With ``lazy=True`` the table's array is a :class:`~posenc_cli.table.RowSource`: nothing is computed until a
     writer asks for rows, block by block, so :func:`save` streams tables larger than memory with bounded memory.
@@ -127,10 +137,16 @@ def generate(
         quantisation = {"scale": element.scale, "zero_point": element.zero_point}
     zero_point_arg = element.zero_point if element.scale is not None else None
     rows: Callable[[int, int], np.ndarray]  # checked here, once: the writer's thousands of blocks are not checked
-    if spec == presets.SinusoidSpec(d_model, base_value):  # the paper's table: its own (identical, leaner) path
+    paper = spec == presets.SinusoidSpec(d_model, base_value)
+    if paper:  # the paper's table: its own (identical, leaner) path
         rows = paper_rows(d_model, base_value, element)
     else:
         rows = presets.rows_of(spec, seq_len, element.name, quant_scale=element.scale, zero_point=zero_point_arg)
+    saturated = check_saturate(saturate, element)
+    reach = abs(spec.amplitude)  # |amplitude * sin| and |amplitude * cos| never exceed it
+    if not saturated and may_clip(element, -reach, reach):
+        exact = paper_rows(d_model, base_value, _FLOAT64) if paper else presets.rows_of(spec, seq_len, "float64")
+        refuse_clipping(element, {"pe": RowSource((seq_len, d_model), np.float64, exact)})
     array: Array = RowSource((seq_len, d_model), element.storage, rows)
     if not lazy:
         _resources.check_memory(
@@ -148,6 +164,8 @@ def generate(
         params["preset"] = preset
     params.update(spec.params())
     params.update(quantisation)
+    if saturated:
+        params["saturate"] = True
     return Table("sinusoidal", {"pe": array}, params)
 
 
@@ -159,6 +177,7 @@ def alibi(
     dtype: str = "float32",
     scale: float | None = None,
     zero_point: int | None = None,
+    saturate: bool = False,
 ) -> Table:
     """ALiBi slopes (and, with ``seq_len``, the bias matrix) as a :class:`Table` of kind ``"alibi"``.
 
@@ -166,6 +185,9 @@ def alibi(
     for an all-ones mask; ``variant="mpt"`` is HF MPT's ``build_mpt_alibi_tensor`` (the same slopes; the bias over
     positions ``1 - seq_len .. 0``). See :mod:`posenc_cli.encodings.alibi` for the slopes' rules and
     the exactness argument. Only the MPT variant is recorded (``variant``), BLOOM's being the default.
+
+    The bias grows with ``seq_len``: in a fixed-point or int8 type that cannot hold it (q15 holds [-1, 1]) the table
+    is refused with the count of values that would clip, unless ``saturate=True`` (recorded) asks to clip them.
 
     Examples
     --------
@@ -186,6 +208,11 @@ def alibi(
             heads * seq_len * _resources.WORK_BYTES_PER_VALUE["alibi"], f"the ALiBi bias matrix ({heads} x {seq_len})"
         )
     element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    saturated = check_saturate(saturate, element)
+    steepest = 2.0 ** float(max(alibi_encoding.exponents(heads, variant))) * (1 + 2.0**-40)  # above the slopes
+    reach = steepest * max(1, seq_len - 1 if seq_len is not None else 1)  # |slope * position| never exceeds it
+    if not saturated and may_clip(element, -reach, reach):  # the float64 table first, built and dropped
+        refuse_clipping(element, alibi_encoding.slopes_and_bias(heads, seq_len, _FLOAT64, variant))
     arrays = alibi_encoding.slopes_and_bias(heads, seq_len, element, variant)
     params: dict[str, Param] = {"heads": heads, "dtype": element.name}
     if variant != "bloom":
@@ -194,6 +221,8 @@ def alibi(
         params["seq_len"] = seq_len
     if element.scale is not None:
         params.update(scale=element.scale, zero_point=element.zero_point)
+    if saturated:
+        params["saturate"] = True
     axes = {"slopes": ("heads",), "bias": ("heads", "seq_len")}
     return Table("alibi", arrays, params, {key: axes[key] for key in arrays})
 
@@ -209,12 +238,15 @@ def sincos2d(
     dtype: str = "float32",
     scale: float | None = None,
     zero_point: int | None = None,
+    saturate: bool = False,
 ) -> Table:
     """MAE's 2-D sincos position embedding as a :class:`Table` of kind ``"sincos2d"``, one array ``pe``.
 
     Rows are the patches in row-major order (``y * width + x``), after a zero row when ``cls_token``; columns
     ``[sin x | cos x | sin y | cos y]`` (:mod:`posenc_cli.encodings.sincos2d`). The grid is ``height, width`` or
     ``grid=(height, width)`` (as ``posenc sincos2d --grid`` and the manifest's ``grid`` give it), not both.
+    Its values lie in [-1, 1], which every fixed-point type holds; an int8 ``scale`` too small for them is refused
+    unless ``saturate=True`` (recorded).
 
     Examples
     --------
@@ -238,6 +270,11 @@ def sincos2d(
         rows * d_model * _resources.WORK_BYTES_PER_VALUE["sincos2d"], f"the 2-D sincos table ({rows} x {d_model})"
     )
     _, _, base, element = check_params(1, 1, base, dtype, scale=scale, zero_point=zero_point)
+    saturated = check_saturate(saturate, element)
+    if not saturated and may_clip(element, -1.0, 1.0):
+        exact = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=_FLOAT64)
+        refuse_clipping(element, {"pe": exact})
+        del exact
     array = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=element)
     params: dict[str, Param] = {
         "grid_height": height,
@@ -250,6 +287,8 @@ def sincos2d(
     }
     if element.scale is not None:
         params.update(scale=element.scale, zero_point=element.zero_point)
+    if saturated:
+        params["saturate"] = True
     return Table("sincos2d", {"pe": array}, params)
 
 
@@ -260,12 +299,15 @@ def convert(
     scale: float | None = None,
     zero_point: int | None = None,
     key: str | None = None,
+    saturate: bool = False,
 ) -> Table:
     """``table`` (or its array ``key``) with every value re-encoded as the element type ``dtype``.
 
     The stored values are read as the real numbers they stand for (:func:`~posenc_cli.dtypes.decode`:
     quantised codes and bfloat16 bits decoded), then each is rounded once to the new type, exactly as a generated
-    table would be (float types to nearest, ties to even; q15/q7/int8 halves away from zero, saturated). Kind,
+    table would be (float types to nearest, ties to even; q15/q7/int8 halves away from zero). Values that a
+    fixed-point or int8 type cannot hold are refused, counted in one pass over the values before anything is
+    converted, unless ``saturate=True`` (recorded) asks to clip them to the type's ends. Kind,
     parameters and axes are kept, with ``dtype`` (and int8's ``scale``/``zero_point``) updated and ``converted_from``
     naming the type the values were rounded from (a generated table converted is rounded twice; to change the type
     of a generated table, generate it again). Arrays are converted block by block as a writer asks for rows.
@@ -274,8 +316,8 @@ def convert(
     Raises
     ------
     SpecError
-        An unknown ``key`` or ``dtype``; NaN or infinite values for an integer type; finite values that overflow a
-        float type (a float16 table cannot hold 1e5).
+        An unknown ``key`` or ``dtype``; NaN or infinite values for an integer type; values an integer type would
+        clip (without ``saturate``); finite values that overflow a float type (a float16 table cannot hold 1e5).
 
     Examples
     --------
@@ -292,13 +334,23 @@ def convert(
     if dtype is None:
         if scale is not None or zero_point is not None:
             raise SpecError("--scale and --zero-point need --dtype int8", param="scale")
+        if saturate:
+            raise SpecError("--saturate needs --dtype: it lets a conversion clip", param="saturate")
         return table
     element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    saturated = check_saturate(saturate, element)
     source_params = dict(table.params)
-    arrays: dict[str, Array] = {}
     for name, array in table.arrays.items():
         if array.ndim == 0 or np.asarray(array[:0]).dtype.kind not in "biuf":
             raise SpecError(f"array {name!r} holds {array.dtype} values, not numbers", param="key")
+    if element.is_integer and not saturated:  # one pass over the values, before a block is converted
+
+        def real(name: str, block: np.ndarray) -> np.ndarray:
+            return _finite(decode(np.asarray(block), source_params), name, element)
+
+        refuse_clipping(element, table.arrays, values=real)
+    arrays: dict[str, Array] = {}
+    for name, array in table.arrays.items():
         check = functools.partial(_converted, array, name, source_params, element)
         if array.ndim == 1:
             arrays[name] = check(0, array.shape[0])
@@ -309,6 +361,8 @@ def convert(
     params.setdefault("converted_from", str(source_params.get("dtype", _dtype_name(table))))
     if element.scale is not None:
         params.update(scale=element.scale, zero_point=element.zero_point)
+    if saturated:  # a saturate the source records (its generation's) stays: verify applies it where it can
+        params["saturate"] = True
     return Table(table.kind, arrays, params, dict(table.axes))
 
 
@@ -316,15 +370,18 @@ def _dtype_name(table: Table) -> str:
     return str(np.dtype(next(iter(table.arrays.values())).dtype).name)
 
 
+def _finite(real: np.ndarray, name: str, element: ElementType) -> np.ndarray:
+    """``real``, refused when it holds NaN or an infinity that integer ``element`` cannot hold."""
+    if element.is_integer and not np.isfinite(real).all():
+        raise SpecError(f"array {name!r} holds NaN or infinite values, which {element.name} cannot hold", param="dtype")
+    return real
+
+
 def _converted(array: Array, name: str, params: dict[str, Param], element: ElementType, lo: int, hi: int) -> np.ndarray:
     from fractions import Fraction
 
-    from .dtypes import decode
-
-    real = decode(np.asarray(array[lo:hi]), params)
+    real = _finite(decode(np.asarray(array[lo:hi]), params), name, element)
     finite = np.isfinite(real)
-    if not element.is_float and not finite.all():
-        raise SpecError(f"array {name!r} holds NaN or infinite values, which {element.name} cannot hold", param="dtype")
     stored, undecided = element.convert(real)
     for index in zip(*np.nonzero(undecided), strict=True):  # exact inputs: decide each tie from the value itself
         stored[index] = element.from_exact(Fraction(float(real[index])))

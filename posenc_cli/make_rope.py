@@ -9,6 +9,7 @@ LongRoPE's two caches at once (``longrope_pair``) and the half-width layout of O
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator, Sequence
 
@@ -20,10 +21,13 @@ from .encodings import check_params
 from .encodings import rope as rope_encoding
 from .errors import SpecError
 from .read import PathLike, existing, load
+from .saturation import check_saturate, may_clip, refuse_clipping, zero_note
 from .table import Array, Param, RowSource, Table, array_sha256
 
 __all__ = ["MAX_POSITION_IDS", "rope"]
 
+#: The float64 caches of the same parameters: the correctly rounded values a quantised table rounds from.
+_FLOAT64 = ElementType.of("float64")
 #: The most position ids posenc takes (each one a row of the caches, built whole).
 MAX_POSITION_IDS = 1 << 24
 #: The scaling modes' own parameters, in the order ``rope`` unpacks them.
@@ -98,6 +102,83 @@ def _at_positions(
     return rows
 
 
+def _arrays(
+    caches: dict[str, rope_encoding.RopeSpec],
+    ids: np.ndarray | None,
+    axis: np.ndarray | None,
+    shape: tuple[int, int],
+    element: ElementType,
+    lazy: bool,
+) -> dict[str, Array]:
+    """The caches and ``inv_freq`` of each spec of ``caches`` (by array-name suffix) in ``element``'s type: rows
+    ``0 .. seq_len - 1`` (row sources when ``lazy``), or the rows at position ``ids`` (by M-RoPE section ``axis``
+    of each frequency when given), built whole."""
+    q = (element.scale, element.zero_point if element.scale is not None else None)
+    arrays: dict[str, Array] = {}
+    for suffix, each in caches.items():
+        for part in ("cos", "sin"):
+            if ids is None:
+                rows = rope_encoding.cache_rows_of(each, part, element.name, quant_scale=q[0], zero_point=q[1])
+                source = RowSource(shape, element.storage, rows)
+                arrays[part + suffix] = source if lazy else np.asarray(source)
+            elif axis is None:
+                arrays[part + suffix] = _at_positions(each, part, ids, element.name, q)
+            else:
+                by_column = axis[rope_encoding.frequencies(each)]
+                out = np.empty(shape, element.storage)
+                for a in range(3):
+                    take = by_column == a
+                    if take.any():
+                        out[:, take] = _at_positions(each, part, ids[a], element.name, q)[:, take]
+                arrays[part + suffix] = out
+        arrays["inv_freq" + suffix] = rope_encoding.inv_freq(each, element.name, quant_scale=q[0], zero_point=q[1])
+    return arrays
+
+
+def _refuse_clipping(
+    caches: dict[str, rope_encoding.RopeSpec],
+    ids: np.ndarray | None,
+    axis: np.ndarray | None,
+    shape: tuple[int, int],
+    element: ElementType,
+) -> None:
+    """Refuse caches whose values ``element`` would clip (:mod:`posenc_cli.saturation`), before any is made in it.
+
+    Bounds known up front decide most tables: ``|cos|`` and ``|sin|`` never exceed the folded attention scaling,
+    ``inv_freq[k]`` never exceeds its multiplier ``m_k``. Only when one of them does not fit are the float64 caches
+    computed and counted. The refusal names ``--no-attention-scaling`` when the folded scaling is what clips."""
+    reach = max(abs(each.amplitude) for each in caches.values())
+    fastest = max(float(max(each.mults)) if each.mults else 1.0 for each in caches.values())
+    if not (may_clip(element, -reach, reach) or may_clip(element, 0.0, fastest)):
+        return
+    ways: tuple[str, ...] = ()
+    folded = [each.attention_scaling for each in caches.values() if each.fold_scaling and each.attention_scaling != 1]
+    if folded and may_clip(element, -reach, reach):
+        ways = (
+            f"--no-attention-scaling leaves the attention scaling {folded[0]:.6g} out of cos/sin, which then stay "
+            "in [-1, 1] (its value stays recorded as attention_scaling: llama.cpp and TensorRT-LLM take it as a "
+            "scalar)",
+        )
+    refuse_clipping(element, _arrays(caches, ids, axis, shape, _FLOAT64, lazy=True), ways)
+
+
+def _lost_frequencies(
+    caches: dict[str, rope_encoding.RopeSpec], arrays: dict[str, Array], element: ElementType
+) -> None:
+    """A note (:func:`~posenc_cli.saturation.zero_note`) for each ``inv_freq`` that holds frequencies rounded to 0:
+    not clipping (every entry is as near its exact value as the type allows), so not refused, but a kernel that
+    computes its angles from ``inv_freq`` would not rotate those dimensions."""
+    for suffix, each in caches.items():
+        zero_note(
+            element,
+            "inv_freq" + suffix,
+            np.asarray(arrays["inv_freq" + suffix]),
+            functools.partial(rope_encoding.inv_freq, each, "float64"),
+            "a kernel that computes its angles from inv_freq would leave those dimensions unrotated (the cos and "
+            "sin caches keep them)",
+        )
+
+
 def rope(
     seq_len: int | None = None,
     head_dim: int | None = None,
@@ -116,6 +197,7 @@ def rope(
     dtype: str = "float32",
     scale: float | None = None,
     zero_point: int | None = None,
+    saturate: bool = False,
     lazy: bool = False,
     factor: float | None = None,
     original_max_positions: int | None = None,
@@ -152,6 +234,16 @@ def rope(
       ``apply_multimodal_rotary_pos_emb`` recomposes them (``mrope_interleaved``: Qwen3-VL's interleaved sections).
     - ``longrope_pair``: both LongRoPE caches, ``cos_short``/``sin_short``/``inv_freq_short`` and the ``_long``
       ones, whatever ``seq_len`` is (ONNX Runtime GenAI bakes both).
+
+    - ``dtype`` a fixed-point type or int8: values the type cannot hold are refused with their count
+      (:mod:`posenc_cli.saturation`), before anything is made in it: YaRN's and LongRoPE's attention scaling folded
+      into cos and sin (1.1386 for Qwen2.5's factor 4) takes them beyond q15's [-1, 1]. The ways out are
+      ``attention_scaling=False`` (cos and sin in [-1, 1], the scaling recorded as ``attention_scaling``, the
+      scalar llama.cpp and TensorRT-LLM take), a type with integer bits (``fixed16.14``), or ``saturate=True``,
+      which clips them to the type's ends and is recorded. An ``inv_freq`` entry that rounds to 0 in the type is
+      not clipping (every entry is as near its exact value as the type allows) and is not refused; a
+      :class:`~posenc_cli.errors.PosencWarning` names how many, since a kernel that computes its angles from
+      ``inv_freq`` would leave those dimensions unrotated.
 
     - ``config``: a model's ``config.json`` (or its folder), read as transformers reads its RoPE
       (:mod:`posenc_cli.model_config`): every parameter above comes from it, ``seq_len`` defaults to its
@@ -212,7 +304,7 @@ def rope(
             low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
             beta_slow=beta_slow, truncate=truncate, mscale=mscale, mscale_all_dim=mscale_all_dim,
             attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor,
-            from_config=from_config, layer_type=layer_type,
+            from_config=from_config, layer_type=layer_type, saturate=saturate,
         )  # fmt: skip
 
 
@@ -245,6 +337,7 @@ def _caches(
     lazy: bool,
     from_config: model_config.RopeConfig | None,
     layer_type: str | None,
+    saturate: bool,
     **modes: object,
 ) -> Table:
     """:func:`rope`'s table once the config is read and merged: every value checked, the caches made."""
@@ -283,7 +376,6 @@ def _caches(
     if proportional:
         settings["angles"] = (head_dim if rotary_dim is None else rotary_dim) // 2
     spec = rope_encoding.resolve(seq_len=reach, head_dim=dim, **settings)  # type: ignore[arg-type]
-    q = (element.scale, element.zero_point if element.scale is not None else None)
     width = rope_encoding.width(spec)
     if not lazy or ids is not None:
         _resources.check_memory(
@@ -296,25 +388,12 @@ def _caches(
             f"_{which}": rope_encoding.resolve(seq_len=reach, head_dim=dim, longrope_cache=which, **settings)  # type: ignore[arg-type]
             for which in ("short", "long")
         }  # fmt: skip
-    arrays: dict[str, Array] = {}
-    for suffix, each in caches.items():
-        for part in ("cos", "sin"):
-            if ids is None:
-                rows = rope_encoding.cache_rows_of(each, part, element.name, quant_scale=q[0], zero_point=q[1])
-                source = RowSource((seq_len, width), element.storage, rows)
-                arrays[part + suffix] = source if lazy else np.asarray(source)
-            elif mrope_section is None:
-                arrays[part + suffix] = _at_positions(each, part, ids, element.name, q)
-            else:
-                axis = _sections(mrope_section, dim // 2, mrope_interleaved)
-                by_column = axis[rope_encoding.frequencies(each)]
-                out = np.empty((seq_len, width), element.storage)
-                for a in range(3):
-                    take = by_column == a
-                    if take.any():
-                        out[:, take] = _at_positions(each, part, ids[a], element.name, q)[:, take]
-                arrays[part + suffix] = out
-        arrays["inv_freq" + suffix] = rope_encoding.inv_freq(each, element.name, quant_scale=q[0], zero_point=q[1])
+    axis = None if mrope_section is None or ids is None else _sections(mrope_section, dim // 2, mrope_interleaved)
+    saturated = check_saturate(saturate, element)
+    if not saturated:
+        _refuse_clipping(caches, ids, axis, (seq_len, width), element)
+    arrays = _arrays(caches, ids, axis, (seq_len, width), element, lazy)
+    _lost_frequencies(caches, arrays, element)
     params: dict[str, Param] = {**spec.params(), "seq_len": seq_len, "head_dim": head_dim, "dtype": element.name}
     if rotary_dim is not None and rotary_dim != head_dim:
         params["rotary_dim"] = rotary_dim
@@ -334,6 +413,8 @@ def _caches(
             params["layer_type"] = layer_type
     if element.scale is not None:
         params.update(scale=element.scale, zero_point=element.zero_point)
+    if saturated:
+        params["saturate"] = True
     columns = "freqs" if layout == "half-width" else "head_dim" if rotary_dim is None else "rotary_dim"
     axes: dict[str, tuple[str, ...]] = {}
     for suffix in caches:

@@ -13,17 +13,18 @@ is never computed whole. No printing, no click, no rich: the CLI formats what th
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .dtypes import ElementType, decode
-from .errors import SpecError
+from .dtypes import FLOATS, ElementType, decode, is_element_type
+from .errors import PosencWarning, SpecError
 from .formats._blocks import row_blocks
 from .formats.limits import Budget
-from .kinds import by_table
+from .kinds import Kind, by_table
 from .make import convert
 from .params import ValueType, Wrong, spell
 from .table import Array, Param, Table, array_sha256
@@ -146,17 +147,12 @@ def regenerate(kind: str, params: Mapping[str, Param], *, max_memory: int | None
         )
     Budget(max_memory).claim(max(0, record.work(values)), f"the {kind} table its parameters describe")
     source = values.get("converted_from")
-    if source is None:
-        table = record.build(record.from_record(values))
-    else:  # posenc convert: the table generated in the source type, then converted as convert did
-        if source == "int8":
-            raise SpecError(
-                "the table was converted from int8, whose scale the parameters do not keep: it cannot be regenerated",
-                param="converted_from",
-            )
-        target: dict[str, Any] = {key: values[key] for key in ("dtype", "scale", "zero_point") if key in values}
-        inputs = {k: v for k, v in values.items() if k not in target and k != "converted_from"}
-        table = convert(record.build(record.from_record({**inputs, "dtype": source})), **target)
+    with warnings.catch_warnings():  # the makers' notes (a frequency rounded to 0) were for whoever wrote the file
+        warnings.simplefilter("ignore", PosencWarning)
+        if source is None:
+            table = record.build(record.from_record(values))
+        else:  # posenc convert: the table generated in the source type, then converted as convert did
+            table = _converted(record, values, str(source))
     for key, value in values.items():
         agree = key not in table.params or _typed_as(key, table.params[key], schema[key]) == value
         if not agree:
@@ -166,6 +162,22 @@ def regenerate(kind: str, params: Mapping[str, Param], *, max_memory: int | None
                 param=key,
             )
     return table
+
+
+def _converted(record: Kind, values: dict[str, Any], source: str) -> Table:
+    """The table ``posenc convert`` made: generated in the ``source`` type from ``values``, then converted."""
+    if source == "int8":
+        raise SpecError(
+            "the table was converted from int8, whose scale the parameters do not keep: it cannot be regenerated",
+            param="converted_from",
+        )
+    target: dict[str, Any] = {key: values[key] for key in ("dtype", "scale", "zero_point") if key in values}
+    inputs = {k: v for k, v in values.items() if k not in target and k not in ("converted_from", "saturate")}
+    if values.get("saturate"):  # one record for both steps: it lets each clip whose type can (it changes no value)
+        for step, element in ((inputs, source), (target, values.get("dtype"))):
+            if is_element_type(element) and element not in FLOATS:
+                step["saturate"] = True
+    return convert(record.build(record.from_record({**inputs, "dtype": source})), **target)
 
 
 def _typed_as(key: str, value: object, kind: ValueType) -> Any:

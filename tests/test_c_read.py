@@ -30,7 +30,9 @@ TABLES = {
     "sin-bf16": lambda: posenc_cli.generate(5, 6, dtype="bfloat16"),
     "sin-q15": lambda: posenc_cli.generate(5, 6, dtype="q15"),
     "sin-q7": lambda: posenc_cli.generate(5, 6, dtype="q7"),
-    "sin-int8": lambda: posenc_cli.generate(5, 6, dtype="int8", scale=0.0078125, zero_point=-3),
+    "sin-int8": lambda: posenc_cli.generate(  # -1 is past its codes: clipped, as asked
+        5, 6, dtype="int8", scale=0.0078125, zero_point=-3, saturate=True
+    ),
     "sin-fairseq": lambda: posenc_cli.generate(6, 8, preset="fairseq", start=0.5, amplitude=2.0),
     "sin-t2t": lambda: posenc_cli.generate(6, 5, preset="tensor2tensor", min_timescale=2.0),
     "rope": lambda: posenc_cli.rope(4, 8),

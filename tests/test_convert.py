@@ -72,13 +72,13 @@ def test_quantised_conversions_are_exact(checkpoint):
     want = [max(-32768, min(32767, _half_away(Fraction(float(v)) * 32768))) for v in weight.ravel()]
     assert q15.ravel().tolist() == want
     assert q15[0, :4].tolist() == [1, 2, -3, 32767]  # ties away from zero; 1.0 saturates
-    int8 = posenc_cli.convert(
-        posenc_cli.load(path), dtype="int8", scale=0.003, zero_point=-5, key="embed_positions.weight"
+    int8 = posenc_cli.convert(  # 1.0 is code 328: clipped, as asked
+        posenc_cli.load(path), dtype="int8", scale=0.003, zero_point=-5, key="embed_positions.weight", saturate=True
     )
     scale = Fraction(0.003)
     want = [max(-128, min(127, _half_away(Fraction(float(v)) / scale) - 5)) for v in weight.ravel()]
     assert np.asarray(int8.array).ravel().tolist() == want
-    assert int8.params["scale"] == 0.003 and int8.params["zero_point"] == -5
+    assert int8.params["scale"] == 0.003 and int8.params["zero_point"] == -5 and int8.params["saturate"] is True
 
 
 def test_quantised_input_is_decoded_first(tmp_path):

@@ -208,7 +208,13 @@ def test_table_is_frozen():
 
 @pytest.mark.parametrize(
     ("dtype", "kwargs"),
-    [("float16", {}), ("bfloat16", {}), ("q15", {}), ("q7", {}), ("int8", {"scale": 0.0078125, "zero_point": -3})],
+    [
+        ("float16", {}),
+        ("bfloat16", {}),
+        ("q15", {}),
+        ("q7", {}),
+        ("int8", {"scale": 0.0078125, "zero_point": -3, "saturate": True}),  # -1 is past its codes: clipped, asked
+    ],
 )
 def test_element_types_round_trip_through_csv_and_h5(tmp_path, dtype, kwargs):
     from posenc_cli.dtypes import ElementType
@@ -231,7 +237,7 @@ def test_element_types_round_trip_through_csv_and_h5(tmp_path, dtype, kwargs):
 
 
 def test_npy_sidecar_carries_what_npy_cannot_name(tmp_path):
-    table = posenc_cli.generate(8, 6, dtype="int8", scale=0.0078125, zero_point=-3)
+    table = posenc_cli.generate(8, 6, dtype="int8", scale=0.0078125, zero_point=-3, saturate=True)
     written = posenc_cli.save(table, tmp_path / "pe.npy")
     assert [p.name for p in written] == ["pe.npy", "pe.json"]
     import json

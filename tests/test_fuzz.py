@@ -123,6 +123,8 @@ def _element(rng: random.Random) -> list[tuple[str, ...]]:
         items.append(("--scale", _pick(rng, "0.0078125", "0.01", "0.5", "3")))
         if rng.random() < 0.5:
             items.append(("--zero-point", str(rng.randint(-128, 127))))
+    if dtype in ("q31", "q15", "q7", "int8"):  # values past the type are refused without it: a valid vector asks
+        items.append(("--saturate",))
     return items
 
 

@@ -29,7 +29,8 @@ SAMPLES = {
         {"seq_len": 9, "d_model": 7, "base": 500.0, "preset": "fairseq", "odd": "zero", "padding_idx": 2,
          "amplitude": 0.5, "dtype": "float64"},
         {"seq_len": 5, "d_model": 8, "layout": "sin-cos", "min_timescale": 2.0, "start": 0.5, "step": 0.25},
-        {"seq_len": 5, "d_model": 8, "freq_shift": 1.0, "dtype": "int8", "scale": 0.0078125, "zero_point": 3},
+        {"seq_len": 5, "d_model": 8, "freq_shift": 1.0, "dtype": "int8", "scale": 0.0078125, "zero_point": 3,
+         "saturate": True},  # zero point 3: values above 125/128 clip, as asked
         {"seq_len": 5, "d_model": 8, "preset": "fairseq", "padding_idx": "none", "dtype": "q15"},
     ],
     "rope": [

@@ -152,11 +152,15 @@ def bound(amplitude: float, dtype: str) -> float:
 
 
 def element_kwargs(draw: st.DrawFn, dtype: str) -> dict[str, object]:
-    if dtype != "int8":
+    """The element type's keywords; the integer types ``saturate``, as :func:`stored` does (without it, a table
+    that would clip is refused: tests/test_saturation.py)."""
+    if dtype in VALUE_TYPE:
         return {"dtype": dtype}
+    if dtype != "int8":
+        return {"dtype": dtype, "saturate": True}
     scale = draw(st.sampled_from([1 / 127, 1 / 128, 0.01, 0.5, 3.0]))
     zero_point = draw(st.one_of(st.none(), st.integers(-128, 127)))
-    return {"dtype": dtype, "scale": scale, "zero_point": zero_point}
+    return {"dtype": dtype, "scale": scale, "zero_point": zero_point, "saturate": True}
 
 
 def check_entries(table: np.ndarray, dtype: str, kw: dict, cells: list[tuple[int, ...]], exact) -> None:

@@ -189,7 +189,8 @@ def test_nested_keys_become_c_identifiers_that_compile(tmp_path):
 # ------------------------------------------------------------------------------------------------- quantised CSV
 
 QUANTISED = {
-    "int8": ["--dtype", "int8", "--scale", "0.0078125", "--zero-point", "-3"],
+    # scale 1/64: with zero point -3 the codes hold -1.95 to 2.05, the whole table (1/128 would clip -1: refused)
+    "int8": ["--dtype", "int8", "--scale", "0.015625", "--zero-point", "-3"],
     "q15": ["--dtype", "q15"],
     "q7": ["--dtype", "q7"],
 }
@@ -215,13 +216,13 @@ def read_with_csv_module(path: Path) -> tuple[str, list[list[str]]]:
 def test_posenc_quantised_csv_reads_back_as_codes(tmp_path, dtype):
     path, codes = written(tmp_path, dtype)
     first, rows = read_with_csv_module(path)
-    want = {"int8": "# dtype=int8 scale=0.0078125 zero_point=-3\n", "q15": "# dtype=q15\n", "q7": "# dtype=q7\n"}
+    want = {"int8": "# dtype=int8 scale=0.015625 zero_point=-3\n", "q15": "# dtype=q15\n", "q7": "# dtype=q7\n"}
     assert first == want[dtype] and rows[0] == [f"d{j}" for j in range(6)]
     assert [[int(cell) for cell in row] for row in rows[1:]] == codes.tolist()
     table = posenc_cli.load(path)
     assert table.kind == "array" and table.array.dtype == STORAGE[dtype]
     assert table.array.tolist() == codes.tolist()
-    expected = {"dtype": dtype, **({"scale": 0.0078125, "zero_point": -3} if dtype == "int8" else {})}
+    expected = {"dtype": dtype, **({"scale": 0.015625, "zero_point": -3} if dtype == "int8" else {})}
     assert dict(table.params) == expected
 
 
@@ -230,13 +231,13 @@ def test_inspect_reports_int8_with_its_scale_and_zero_point(tmp_path):
     result = run("inspect", "--json", str(path))
     assert result.exit_code == 0, result.output
     facts = json.loads(result.stdout)
-    assert facts["params"] == {"dtype": "int8", "scale": 0.0078125, "zero_point": -3}
+    assert facts["params"] == {"dtype": "int8", "scale": 0.015625, "zero_point": -3}
     pe = facts["arrays"]["pe"]
-    real = (codes.astype(np.float64) + 3) * 0.0078125
+    real = (codes.astype(np.float64) + 3) * 0.015625
     assert pe["dtype"] == "int8" and pe["storage"] == "|i1" and pe["sha256"] == sha256(codes)
     assert (pe["min"], pe["max"]) == (float(real.min()), float(real.max()))
     text = run("inspect", str(path))
-    assert text.exit_code == 0 and "dtype=int8, scale=0.0078125, zero_point=-3" in text.stdout
+    assert text.exit_code == 0 and "dtype=int8, scale=0.015625, zero_point=-3" in text.stdout
 
 
 @pytest.mark.parametrize("dtype", list(QUANTISED))
@@ -254,7 +255,7 @@ def test_verify_passes_on_posenc_quantised_csv_and_fails_on_a_changed_code(tmp_p
     lines[row + 3] = ",".join(cells)
     path.write_text("\n".join(lines) + "\n")
     bad = run("verify", str(path), *given)
-    real = {"int8": lambda c: (c + 3) * 0.0078125, "q15": lambda c: c / 32768, "q7": lambda c: c / 128}[dtype]
+    real = {"int8": lambda c: (c + 3) * 0.015625, "q15": lambda c: c / 32768, "q7": lambda c: c / 128}[dtype]
     code = int(codes[3, 1])
     assert bad.stdout.splitlines() == [f"pe[3, 1]: file {real(code + 1)!r}, parameters give {real(code)!r}"]
     one_error(bad, 1, "1 of 54 values differ")
@@ -266,7 +267,7 @@ def test_a_quantised_csv_converts_as_its_codes(tmp_path):
     assert run("convert", str(path), str(out)).exit_code == 0
     assert np.load(out).dtype == np.int8 and np.load(out).tolist() == codes.tolist()
     meta = json.loads(out.with_suffix(".json").read_text())
-    assert meta["params"]["scale"] == 0.0078125 and meta["params"]["zero_point"] == -3
+    assert meta["params"]["scale"] == 0.015625 and meta["params"]["zero_point"] == -3
 
 
 def test_pandas_reads_posenc_quantised_csv(tmp_path):
@@ -276,7 +277,7 @@ def test_pandas_reads_posenc_quantised_csv(tmp_path):
     assert list(frame.columns) == [f"d{j}" for j in range(6)] and frame.to_numpy().tolist() == codes.tolist()
     params = dict(field.split("=") for field in path.read_text().splitlines()[0][2:].split())
     real = (frame.to_numpy() - int(params["zero_point"])) * float(params["scale"])
-    assert real.tolist() == ((codes.astype(np.float64) + 3) * 0.0078125).tolist()
+    assert real.tolist() == ((codes.astype(np.float64) + 3) * 0.015625).tolist()
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,7 @@ def convert_command(ctx: click.Context, /, input_: str, output_arg: str | None, 
             if p["key"] is None and p["part"] is None and len(table.arrays) > 1:
                 out = api.plan(p["output"], format=p["format"], check_paths=False)
                 _check_all_fit(input_, table, out.format)
-            return api.convert(table, dtype=p["dtype"], scale=p["scale"], zero_point=p["zero_point"], key=p["key"])
+            return api.convert(table, **{param.name: p[param.name] for param in CONVERT})  # the registry's keywords
 
         write(ctx, make, recorded, lazy=False)
 

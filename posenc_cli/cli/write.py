@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 from .. import _atomic, api
 from .._printable import printable
 from ..dtypes import element_of
-from ..errors import SpecError
+from ..errors import PosencWarning, SpecError
 from ..formats import C_OPTIONS, FORMATS
 from ..table import RowSource, Table
 from ._run import advice, notes, say
@@ -45,7 +46,22 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
             raise SpecError(
                 f"{flag} reports on stdout, which -o - takes for the table: write to a file", param="output"
             )
-    table = make() if lazy else None
+
+    caught: list[warnings.WarningMessage] = []
+
+    def made() -> Table:
+        """The table; the maker's notes (a frequency rounded to 0) are kept, to be said with the writer's once the
+        file is written: a request refused afterwards (a bad output) says its one error line and nothing else."""
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", PosencWarning)
+            table = make()
+        caught.extend(note for note in seen if issubclass(note.category, PosencWarning))
+        for note in seen:  # anything else goes where it went before
+            if not issubclass(note.category, PosencWarning):
+                warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
+        return table
+
+    table = made() if lazy else None
     # --check writes nothing: an output whose folder does not exist yet is one that would be created.
     out = api.plan(p["output"], format=p["format"], name=p["name"], check_paths=not to_stdout, missing_dirs=p["check"])
     c_options = api.c_write_options(out, {key: p[key] for key in _C_OPTIONS}, header=p["header"])  # before any work
@@ -56,7 +72,7 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
             param="output",
         )
     if table is None:
-        table = make()
+        table = made()
     if p["part"] is not None:
         try:
             table = table.part(p["part"])
@@ -67,6 +83,8 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
     label = f"writing {Path(out.paths[0]).name}" if not to_stdout else "writing to stdout"
     bar = progress(table, label=label, text=out.format.text, quiet=p["quiet"] or to_stdout)
     with bar as shown, notes(quiet=p["quiet"]), advice(None if to_stdout else out.paths, quiet=p["quiet"]):
+        for note in caught:
+            warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
         if p["json"]:
             shown = _hashing(shown, digests)
         written = api.save(
