@@ -111,7 +111,7 @@ def _modes(
     if layout != "half":
         base_values["layout"] = layout
 
-    angle = _angles(t, seq, layout)
+    angle = _angles(t, layout)
 
     def make(overrides: dict[str, Any], count: int, a: float = amplitude) -> Hypothesis:
         values = {**base_values, **overrides}
@@ -187,12 +187,12 @@ def _modes(
                 yield make(over, 4 + len(over_theta))
 
 
-def _angles(t: np.ndarray, seq: int, layout: str) -> Callable[[], np.ndarray]:
-    """The entries' angles ``position * frequency`` of a cache of ``seq`` rows in ``layout``, when asked for."""
+def _angles(t: np.ndarray, layout: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The entries' angles ``position * frequency`` of a cache in ``layout``, at the rows asked for."""
     cols = np.repeat(t, 2) if layout == "interleaved" else np.concatenate([t, t]) if layout == "half" else t
 
-    def angle() -> np.ndarray:
-        return np.asarray(np.abs(np.arange(seq, dtype=np.float64)[:, None] * cols[None, :]), np.float64)
+    def angle(rows: np.ndarray) -> np.ndarray:
+        return np.asarray(np.abs(rows.astype(np.float64)[:, None] * cols[None, :]), np.float64)
 
     return angle
 
@@ -206,7 +206,7 @@ def _proportional(
     head_dim = 2 * m
     seq = n if n is not None else 1
     theta_read = (t[0] / t[1]) ** m
-    angle = _angles(t, seq, layout)
+    angle = _angles(t, layout)
 
     for theta in nice_numbers(theta_read, 1e-4)[:2]:
         for factor in nice_numbers(1 / t[0], 1e-4, common=(1.0,))[:1]:

@@ -215,12 +215,11 @@ def _presets(
                     if step != 1.0 or preset.descending:
                         overrides["step"] = step
                 rates = fit.c0 * np.exp(fit.log_rho * index.astype(np.float64))
-                positions = start_steps + np.arange(n, dtype=np.float64)
 
-                def angle(rates: np.ndarray = rates, positions: np.ndarray = positions) -> np.ndarray:
-                    out = np.abs(np.outer(positions, rates))
+                def angle(rows: np.ndarray, rates: np.ndarray = rates, start: float = start_steps) -> np.ndarray:
+                    out = np.abs(np.outer(start + rows.astype(np.float64), rates))
                     if odd == "zero":
-                        out = np.hstack([out, np.zeros((len(positions), 1))])
+                        out = np.hstack([out, np.zeros((len(rows), 1))])
                     return out
 
                 values = {"seq_len": n, "d_model": d, "preset": name, **overrides}
