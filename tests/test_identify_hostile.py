@@ -1,15 +1,20 @@
-"""``posenc identify`` and ``posenc inspect`` on hostile tables (issue #25): the time bombs.
+"""``posenc identify`` and ``posenc inspect`` on hostile tables (issue #25): the time bombs and the stray warnings.
 
 Each attack is carried out: the files are built here (numpy's ``savez_compressed``, the ``safetensors`` library)
 and read by the CLI or the API. The work is counted, never timed: the maker and the comparison of
 :mod:`posenc_cli.identification._search` are wrapped to count every table entry a hypothesis makes and every entry
 compared, and the counts are held to a small multiple of the table's size (the bound docs/identify.md states).
+The warnings are looked for where a user sees them: the stderr of a ``posenc`` process run with every warning
+shown (``-W default``, ``PYTHONWARNINGS=always``), and an API call run with warnings as errors.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -289,8 +294,10 @@ def test_at_most_whole_comparisons_per_array(counted: Counted) -> None:
         (np.tile(np.linspace(-1, 1, 16, dtype=np.float32), (300, 1)), "every row holds the same values"),
         (np.full((300, 16), np.nan, np.float32), "NaN"),
         (np.array([[1.0, np.inf], [0.0, 1.0]]), "NaN or infinite"),
+        (paper(300, 16).astype(np.float64) * 2.0**70, "largest magnitude"),
+        (paper(300, 16).astype(np.float64) * 2.0**-70, "largest magnitude"),
     ],
-    ids=["constant", "equal-rows", "all-nan", "inf"],
+    ids=["constant", "equal-rows", "all-nan", "inf", "huge", "tiny"],
 )
 def test_tables_with_no_position_to_read_are_answered_without_hypotheses(
     table: np.ndarray, note: str, counted: Counted
@@ -298,6 +305,59 @@ def test_tables_with_no_position_to_read_are_answered_without_hypotheses(
     result = identify_array(table)
     assert result.match is None and result.nearest == () and note in str(result.note)
     assert counted.total == 0
+
+
+# -------------------------------------------------------------------------------------------- no warnings
+def _hostile_tables() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(11)
+    tables: dict[str, np.ndarray] = {
+        "zeros": np.zeros((64, 32), np.float32),
+        "zeros_big": np.zeros((300, 64), np.float32),
+        "zeros_1d": np.zeros(32, np.float32),
+        "random": rng.standard_normal((300, 64)).astype(np.float32),
+        "random_small": rng.standard_normal((20, 16)).astype(np.float16),
+        "nan": np.full((16, 8), np.nan, np.float32),
+        "inf": np.where(rng.random((40, 8)) < 0.1, np.inf, 1.0),
+        "huge": rng.uniform(-1, 1, (100, 32)) * np.finfo(np.float64).max,
+        "tiny": rng.uniform(-1, 1, (100, 32)) * np.finfo(np.float64).smallest_subnormal * 8,
+        "float32_max": rng.uniform(-1, 1, (100, 32)).astype(np.float32) * np.finfo(np.float32).max,
+        "first_row_zero": np.vstack([np.zeros((1, 32)), rng.uniform(-1, 1, (99, 32))]).astype(np.float32),
+    }
+    idle = np.outer(np.arange(100), 10000.0 ** (-np.arange(0, 32, 2) / 32))
+    idle[:, [0, 1]] = 0  # RoPE caches whose first frequencies are idle: a ratio of zeros
+    tables["rope_idle_cos"] = np.cos(np.concatenate([idle, idle], 1)).astype(np.float32)
+    return tables
+
+
+def test_identify_and_inspect_print_no_warning(tmp_path: Path) -> None:
+    """The CLI, in a process of its own with every warning shown: stderr holds no warning, only one-line notes."""
+    path = tmp_path / "hostile.npz"
+    np.savez(path, **_hostile_tables())
+    env = {**os.environ, "PYTHONWARNINGS": "always"}
+    for command in (["identify", str(path)], ["identify", str(path), "--json"], ["inspect", str(path)]):
+        proc = subprocess.run(
+            [sys.executable, "-W", "default", "-m", "posenc_cli", *command], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode in (0, 1), proc.stderr
+        assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_identify_array_is_warning_free_for_api_users(tmp_path: Path) -> None:
+    """The API, with warnings as errors (what a library user's test suite does): no RuntimeWarning escapes the
+    search, and nothing is printed (LAPACK prints to the process's stderr when handed NaN)."""
+    path = tmp_path / "hostile.npz"
+    np.savez(path, **_hostile_tables())
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from posenc_cli.identification import identify_array\n"
+        "with np.load(sys.argv[1]) as tables:\n"
+        "    for name in tables.files:\n"
+        "        identify_array(tables[name], key=name)\n"
+    )
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", code, str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" and proc.stdout == ""
 
 
 def test_the_bounds_are_what_the_docs_say() -> None:

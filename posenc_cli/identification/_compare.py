@@ -112,7 +112,8 @@ def compare(
     dtype = stored.dtype
 
     def rounded_rows(rows: slice) -> np.ndarray:
-        return rounded[rows] if rounded is not None else exact[rows].astype(dtype)
+        with np.errstate(over="ignore"):  # an exact value beyond the stored type's range: inf, a departure
+            return rounded[rows] if rounded is not None else exact[rows].astype(dtype)
 
     same = sum(int(np.count_nonzero(stored[rows] == rounded_rows(rows))) for rows in blocks)
     identical = same / stored.size if stored.size else 1.0
@@ -124,9 +125,11 @@ def compare(
         rule = f"within {narrow or dtype.name} rounding"
     u = {"bfloat16": 2.0**-8, "float16": 2.0**-11}[narrow] if narrow else _unit_roundoff(dtype)
     tally = _Tally(stored.shape, u, dtype, narrow, rule)
-    for rows in blocks:
-        growth = None if angle is None else 8 * (1 + np.abs(angle(numbers[rows]))) * abs(amplitude)
-        tally.add(rows, stored[rows], exact[rows], rounded_rows(rows), growth)
+    # an error beyond the float range (a table of huge values against a sinusoid) is infinitely far: a departure
+    with np.errstate(over="ignore"):
+        for rows in blocks:
+            growth = None if angle is None else 8 * (1 + np.abs(angle(numbers[rows]))) * abs(amplitude)
+            tally.add(rows, stored[rows], exact[rows], rounded_rows(rows), growth)
     scale = abs(amplitude) if angle is not None else tally.largest
     departures = tally.departures
     agreement = "none" if departures else rule

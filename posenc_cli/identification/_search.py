@@ -114,6 +114,12 @@ def _blocks(table: np.ndarray) -> tuple[int, ...]:
     return tuple(int(s) for s in np.unique(starts))
 
 
+#: The largest magnitudes a table read may have: every kind's tables at any amplitude a model uses lie far within
+#: (a sinusoid of amplitude 1, a RoPE cache's attention scaling, an ALiBi bias over a million positions), and the
+#: readings' arithmetic (powers, exponentials of what was read) stays within float64's range.
+SCALES = (2.0**-64, 2.0**64)
+
+
 def _trivial(values: np.ndarray) -> str | None:
     """Why ``values`` (float64) need no reading at all, or ``None``."""
     if not np.isfinite(values).all():
@@ -121,6 +127,9 @@ def _trivial(values: np.ndarray) -> str | None:
     flat = values.reshape(-1)
     if (flat == flat[0]).all():
         return f"every entry is {float(flat[0]):.9g}: a constant table has no position to read off"
+    largest = float(np.max(np.abs(flat)))
+    if not SCALES[0] <= largest <= SCALES[1]:
+        return f"its largest magnitude is {largest:.3g}: identify reads tables whose largest is from 2**-64 to 2**64"
     if values.ndim == 2 and (values == values[0]).all():
         return "every row holds the same values: a table that is the same at every position has none to read off"
     return None
