@@ -218,6 +218,28 @@ def test_the_work_is_a_small_multiple_of_the_table(table: np.ndarray, counted: C
     assert counted.wholes <= 4
 
 
+def test_a_learned_table_is_passed_over_from_a_few_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sinusoid reading first checks the rows it would read (a few dozen) for one amplitude per sin/cos pair:
+    a learned table fails there, in each layout, before any pass over the whole table."""
+    from posenc_cli.identification import _sinusoid
+
+    amplitudes: list[int] = []
+
+    class Numpy:  # numpy, with hypot (the amplitudes of the pairs) counted
+        def __getattr__(self, name: str) -> object:
+            return getattr(np, name)
+
+        @staticmethod
+        def hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            amplitudes.append(x.size)
+            return np.hypot(x, y)
+
+    monkeypatch.setattr(_sinusoid, "np", Numpy())
+    table = np.random.default_rng(2).normal(0, 0.02, (8192, 256)).astype(np.float32)
+    assert identify_array(table).match is None
+    assert 0 < len(amplitudes) <= 3 and sum(amplitudes) <= 3 * 64 * 128
+
+
 def _wrong(values: dict[str, object], command: str = "generate", head=None) -> Hypothesis:  # type: ignore[no-untyped-def]
     return Hypothesis(command, values, "pe", command, head=head)
 

@@ -73,14 +73,18 @@ def _read(
     if len(sin) < 2:
         return None
     # the rows whose pairs have one amplitude: most of them (fine-tuned rows, an edited entry are left out of the
-    # reading, and the comparison then names them)
-    amplitude = np.hypot(values[:, sin][rows], values[:, cos][rows])
-    a = float(np.median(amplitude))
-    if not a:
-        return None
-    steady = np.max(np.abs(amplitude - a), axis=1) <= max(_AMPLITUDE_SPREAD, 8 * precision) * a
-    if steady.sum() < max(3, len(rows) // 2):
-        return None
+    # reading, and the comparison then names them). The rows the reading would use say first whether most do: a
+    # learned table is then passed over at the cost of a few dozen rows, not of every layout's pass over the table
+    spread = max(_AMPLITUDE_SPREAD, 8 * precision)
+    probe = sample_rows(rows)
+    for chosen in (probe, rows) if len(probe) < len(rows) else (rows,):
+        amplitude = np.hypot(values[np.ix_(chosen, sin)], values[np.ix_(chosen, cos)])
+        a = float(np.median(amplitude))
+        if not a:
+            return None
+        steady = np.max(np.abs(amplitude - a), axis=1) <= spread * a
+        if steady.sum() < max(3, len(chosen) // 2):
+            return None
     rows = sample_rows(rows[steady])
     s, c = values[np.ix_(rows, sin)], values[np.ix_(rows, cos)]
     rates, phase = column_rates(np.arctan2(s, c), rows, "pair")
