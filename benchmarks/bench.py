@@ -45,6 +45,13 @@ def median_time(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def once(fn: Callable[[], object]) -> float:
+    """Wall time of one call (for the slow rows, where a warm-up run would double minutes)."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 # ---- generation peers -------------------------------------------------------------------------------------------
 def numpy_float64_then_cast() -> np.ndarray:
     pos = np.arange(SEQ, dtype=np.float64)[:, None]
@@ -161,7 +168,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the 4 GiB streaming case")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown on stdout")
     parser.add_argument("--targets", action="store_true", help="only the speed issue's five rows (#17)")
-    parser.add_argument("--identify", action="store_true", help="only posenc identify on an 8192x1024 table (#18)")
+    parser.add_argument("--identify", action="store_true", help="only posenc identify and its time bombs (#18, #25)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: a temp dir in .)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir=args.dir or Path.cwd()))
@@ -169,11 +176,11 @@ def main() -> None:
     print(f"machine: {machine()}", file=sys.stderr)
     try:
         if args.identify:
-            identify_time(report, args.repeat)
+            identify_time(report, args.repeat, scratch)
         else:
             targets(report, args.repeat, scratch, args.quick)
         if not args.targets and not args.identify:
-            identify_time(report, args.repeat)
+            identify_time(report, args.repeat, scratch)
             generation(report, args.repeat)
             text(report, args.repeat, scratch)
             startup(report, args.repeat, scratch)
@@ -359,10 +366,13 @@ def text(report: Report, repeat: int, scratch: Path) -> None:
     )
 
 
-def identify_time(report: Report, repeat: int) -> None:
+def identify_time(report: Report, repeat: int, scratch: Path) -> None:
     """posenc identify on 8192x1024 tables numpy computes as the PyTorch tutorial (float32) and DistilBERT (float64,
-    rounded once) do: the issue (#18) asks for an answer within seconds."""
-    from posenc_cli.identification import identify_array
+    rounded once) do, a learned one and a zero one: the issue (#18) asks for an answer within seconds, and #25 for
+    that bound whatever the values. Then the files of #25's time bombs: a .safetensors of 2000 zero tensors (read
+    one at a time), and the 16 KB .npz of 5041 x 832 zeros that kept ``posenc inspect`` busy for 71 s."""
+    from posenc_cli.identification import Identifier, identify, identify_array
+    from posenc_cli.read import load, names
 
     pos = np.arange(SEQ, dtype=np.float32)[:, None]
     div = np.exp(np.arange(0, D, 2, dtype=np.float32) * np.float32(-np.log(10000.0) / D))
@@ -372,17 +382,51 @@ def identify_time(report: Report, repeat: int) -> None:
     angle = np.arange(SEQ)[:, None] / np.power(10000, 2 * (j // 2) / D)
     distilbert = np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
     learned = (np.random.default_rng(0).standard_normal((SEQ, D)) * 0.02).astype(np.float32)
+    zeros = np.zeros((SEQ, D), np.float32)
+    edited = distilbert.copy()
+    edited[4000, 77] += 0.01  # two readings pass their sample (tensor2tensor's at base 9306 too): two whole tables
     for label, table in (
         ("PyTorch tutorial float32", tutorial),
         ("DistilBERT float64", distilbert),
+        ("DistilBERT, one entry off", edited),
         ("learned", learned),
+        ("zeros", zeros),
     ):
-        found = identify_array(table).match
+        identifier = Identifier()
+        found = identifier.identify(table).match
         seconds = median_time(lambda table=table: identify_array(table), max(1, repeat // 2))
         said = f"{found.hypothesis.preset}, {found.comparison.agreement}" if found else "no match"
+        work = f"{identifier.work.spent / table.size:.1f} entries/entry"
         report.add(
-            f"identify {SEQ}x{D}, {label}", f"{seconds:.2f} s", said, verdict(seconds <= 10, "within seconds (<= 10 s)")
+            f"identify {SEQ}x{D}, {label}",
+            f"{seconds:.2f} s",
+            f"{said}; {work}",
+            verdict(seconds <= 10, "within seconds (<= 10 s)"),
         )
+    import safetensors.numpy
+
+    many = scratch / "zeros2000.safetensors"
+    safetensors.numpy.save_file({f"layer.{i}.weight": np.zeros((64, 64), np.float32) for i in range(2000)}, many)
+    seconds = once(lambda: identify(many))  # (minutes before #25: once is enough)
+    report.add(
+        "identify, .safetensors of 2000 zero 64x64 tensors",
+        f"{seconds:.2f} s",
+        "",
+        verdict(seconds <= 10, "within seconds (<= 10 s)"),
+    )
+    reading = once(lambda: [load(many, part=name) for name in names(many) or []])
+    report.add("  of which reading the tensors one at a time (read.load)", f"{reading:.2f} s")
+    bomb = scratch / "zeros5041.npz"
+    np.savez_compressed(bomb, pe=np.zeros((5041, 832), np.float32))
+    inspect = [sys.executable, "-m", "posenc_cli", "inspect", str(bomb)]
+    seconds = once(lambda: subprocess.run(inspect, check=True, capture_output=True))
+    size = f"{bomb.stat().st_size >> 10} KiB"
+    report.add(
+        f"posenc inspect, {size} .npz of 5041x832 zeros",
+        f"{seconds:.2f} s",
+        "",
+        verdict(seconds <= 10, "within seconds (<= 10 s)"),
+    )
 
 
 def startup(report: Report, repeat: int, scratch: Path) -> None:

@@ -98,8 +98,13 @@ IDENTIFY_ENTRIES = 1 << 22
 
 
 def _identified(table: Table, arrays: dict[str, dict[str, Any]]) -> None:
-    from .identification import identify_array, stored_values
+    """Identify the arrays within one work budget for the file, and arrays of the same values once
+    (:class:`~posenc_cli.identification.Identifier`): at most
+    :data:`~posenc_cli.identification.WORK_PER_ENTRY` entries of work per entry, plus
+    :data:`~posenc_cli.identification.WORK_FLOOR`, whatever the values."""
+    from .identification import Identifier, stored_values
 
+    identifier = Identifier()
     for key, array in table.arrays.items():
         axes = [n for n in array.shape if n != 1]
         if not 1 <= len(axes) <= 2 or array.size < 2 or array.size > IDENTIFY_ENTRIES:
@@ -107,7 +112,7 @@ def _identified(table: Table, arrays: dict[str, dict[str, Any]]) -> None:
         values = stored_values(array, table.params)  # bfloat16 bit patterns as their values
         if values.dtype.kind != "f":
             continue
-        match = identify_array(values, key=key).match
+        match = identifier.identify(values, key=key).match
         arrays[key]["identified"] = None
         if match is not None:
             arrays[key]["identified"] = {

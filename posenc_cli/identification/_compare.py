@@ -28,6 +28,7 @@ Departures are the entries outside the rule: the report names their rows and col
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,79 +77,140 @@ def _unit_roundoff(dtype: np.dtype) -> float:
     return float(np.finfo(dtype).eps) / 2
 
 
+#: Entries compared at a time: the temporaries of one block stay in the processor's cache, and the memory a
+#: comparison takes besides its two tables is a few blocks, whatever the table's size.
+BLOCK = 1 << 16
+
+
 def compare(
     stored: np.ndarray,
     exact: np.ndarray,
     *,
-    angle: np.ndarray | None,
+    angle: Callable[[np.ndarray], np.ndarray] | None,
     amplitude: float = 1.0,
     rounded: np.ndarray | None = None,
     narrow: str | None = None,
+    screen: bool = False,
+    at: np.ndarray | None = None,
 ) -> Comparison:
-    """Compare ``stored`` (its own float type) with ``exact`` (float64, the same shape).
+    """Compare ``stored`` (its own float type) with ``exact`` (float64, the same shape), a block of rows at a time.
 
-    ``angle``: the entries' sine/cosine arguments (any shape that broadcasts), or ``None`` for the relative rule.
-    ``rounded``: the exact table correctly rounded to the stored type, when known; else ``exact`` cast to it.
-    ``narrow``: the values were rounded to this narrower type before being stored (``bfloat16``, ``float16``):
-    its unit roundoff is the one that counts, and ``rounded`` must then be the exact table rounded to it.
+    ``angle``: the entries' sine/cosine arguments at the row numbers it is given (broadcasting to those rows), or
+    ``None`` for the relative rule. ``rounded``: the exact table correctly rounded to the stored type, when known;
+    else ``exact`` cast to it. ``narrow``: the values were rounded to this narrower type before being stored
+    (``bfloat16``, ``float16``): its unit roundoff is the one that counts, and ``rounded`` must then be the exact
+    table rounded to it. ``screen``: only the float rule (of ``narrow`` or the stored type), never the rule of a
+    table rounded once, for a sample of rows: their share of bit-identical entries says nothing of the whole
+    table's, and a float pipeline's first rows are often all bit-identical but for an entry a unit off (a
+    departure under that rule). ``at``: the row numbers, in the whole table, of the rows of ``stored`` (a sample):
+    the departures and ``angle`` name those.
     """
+    count = stored.shape[0]
+    step = max(1, BLOCK // max(1, math.prod(stored.shape[1:])))
+    blocks = [slice(lo, min(count, lo + step)) for lo in range(0, count, step)]
+    numbers = at if at is not None else np.arange(count)
     dtype = stored.dtype
-    values = stored.astype(np.float64)
-    scale = abs(amplitude) if angle is not None else float(np.max(np.abs(exact), initial=0.0))
-    if rounded is None:
-        rounded = exact.astype(dtype)
-    error = np.abs(values - exact)
+
+    def rounded_rows(rows: slice) -> np.ndarray:
+        with np.errstate(over="ignore"):  # an exact value beyond the stored type's range: inf, a departure
+            return rounded[rows] if rounded is not None else exact[rows].astype(dtype)
+
+    same = sum(int(np.count_nonzero(stored[rows] == rounded_rows(rows))) for rows in blocks)
+    identical = same / stored.size if stored.size else 1.0
+    if same == stored.size:
+        rule = "bit-identical"
+    elif identical >= ROUNDED_ONCE and stored.size >= _MIN_ENTRIES and not narrow and not screen:
+        rule = "rounded once from float64"
+    else:
+        rule = f"within {narrow or dtype.name} rounding"
     u = {"bfloat16": 2.0**-8, "float16": 2.0**-11}[narrow] if narrow else _unit_roundoff(dtype)
-
-    def bound(unit: float) -> np.ndarray:
-        if angle is None:
-            return np.asarray(16 * unit * np.abs(exact), np.float64)
-        return np.asarray(8 * unit * (1 + np.abs(angle)) * abs(amplitude), np.float64)
-
-    same = stored == rounded
-    identical = float(same.mean()) if same.size else 1.0
-    spacing = np.spacing(np.abs(rounded)).astype(np.float64) * (2 * u / float(np.finfo(dtype).eps))
-    spacing[spacing == 0] = float(np.finfo(dtype).smallest_subnormal)
-    if narrow:  # a float pipeline in the stored type, then one rounding to the narrow type
-        allowed = 0.5 * spacing + bound(_unit_roundoff(dtype))
-    else:
-        allowed = np.maximum(bound(u), float(np.finfo(dtype).smallest_subnormal))
-    ratio = error / allowed
-    if same.all():
-        bad = np.zeros(stored.shape, bool)
-        agreement = "bit-identical"
-    elif identical >= ROUNDED_ONCE and same.size >= _MIN_ENTRIES and not narrow:
-        once = 0.5 * spacing + bound(2.0**-53)
-        bad = ~same & (error > once)
-        ratio = np.where(same, 0.0, error / once)
-        agreement = "none" if bad.any() else "rounded once from float64"
-    else:
-        bad = ratio > 1
-        agreement = "none" if bad.any() else f"within {narrow or dtype.name} rounding"
-    departures = int(bad.sum())
-    rows: tuple[int, ...] = ()
-    columns: tuple[int, ...] = ()
-    worst: tuple[int, ...] | None = None
-    if departures:
-        where = np.argwhere(bad)
-        rows = tuple(int(r) for r in np.unique(where[:, 0])) if stored.ndim >= 1 else ()
-        columns = tuple(int(c) for c in np.unique(where[:, 1])) if stored.ndim >= 2 else ()
-        flat = np.where(bad, error, -1.0)
-        worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(flat)), stored.shape))
+    tally = _Tally(stored.shape, u, dtype, narrow, rule)
+    # an error beyond the float range (a table of huge values against a sinusoid) is infinitely far: a departure
+    with np.errstate(over="ignore"):
+        for rows in blocks:
+            growth = None if angle is None else 8 * (1 + np.abs(angle(numbers[rows]))) * abs(amplitude)
+            tally.add(rows, stored[rows], exact[rows], rounded_rows(rows), growth)
+    scale = abs(amplitude) if angle is not None else tally.largest
+    departures = tally.departures
+    agreement = "none" if departures else rule
+    row_numbers = tuple(int(r) for r in np.unique(numbers[np.flatnonzero(tally.bad_rows)]))
+    worst = None
+    if tally.worst is not None:
+        worst = (int(numbers[tally.worst[0]]), *tally.worst[1:])
     return Comparison(
         matched=departures == 0,
         agreement=agreement,
-        max_abs_error=float(error.max()) if error.size else 0.0,
-        max_ulp_error=float((error / spacing).max()) if error.size else 0.0,
-        max_amplitude_ulps=float(error.max() / _ulp(scale, u)) if error.size else 0.0,
+        max_abs_error=tally.max_error,
+        max_ulp_error=tally.max_ulps,
+        max_amplitude_ulps=float(tally.max_error / _ulp(scale, u)) if stored.size else 0.0,
         identical=identical,
-        worst_ratio=float(ratio.max()) if ratio.size else 0.0,
+        worst_ratio=tally.worst_ratio,
         departures=departures,
         compared=int(stored.size),
-        rows=rows,
-        columns=columns,
+        rows=row_numbers if departures else (),
+        columns=tuple(int(c) for c in np.flatnonzero(tally.bad_columns)) if departures else (),
         worst=worst,
     )
+
+
+class _Tally:
+    """What the blocks of one comparison add up to: the largest errors, the departures and where they are."""
+
+    def __init__(self, shape: tuple[int, ...], u: float, dtype: np.dtype, narrow: str | None, rule: str) -> None:
+        self.u, self.dtype, self.narrow, self.rule = u, dtype, narrow, rule
+        self.tiny = float(np.finfo(dtype).smallest_subnormal)
+        self.bad_rows = np.zeros(shape[0], bool)
+        self.bad_columns = np.zeros(shape[1] if len(shape) > 1 else 0, bool)
+        self.departures = 0
+        self.max_error = self.max_ulps = self.worst_ratio = self.largest = 0.0
+        self.worst: tuple[int, ...] | None = None
+        self._worst_error = -1.0
+
+    def add(
+        self, rows: slice, stored: np.ndarray, exact: np.ndarray, rounded: np.ndarray, growth: np.ndarray | None
+    ) -> None:
+        """One block: ``growth`` is ``8 (1 + |angle|) A`` at each entry (``None``: the relative rule)."""
+        if not stored.size:
+            return
+        u, dtype = self.u, self.dtype
+        error = np.abs(stored.astype(np.float64) - exact)
+        if growth is None:
+            growth = 16 * np.abs(exact)
+        self.largest = max(self.largest, float(np.max(np.abs(exact))))
+        spacing = np.spacing(np.abs(rounded)).astype(np.float64) * (2 * u / float(np.finfo(dtype).eps))
+        spacing[spacing == 0] = self.tiny
+        if self.narrow:  # a float pipeline in the stored type, then one rounding to the narrow type
+            allowed = 0.5 * spacing + _unit_roundoff(dtype) * growth
+        else:
+            allowed = np.maximum(u * growth, self.tiny)
+        ratio = error / allowed
+        if self.rule == "bit-identical":
+            bad = np.zeros(stored.shape, bool)
+        elif self.rule == "rounded once from float64":
+            same = stored == rounded
+            once = 0.5 * spacing + 2.0**-53 * growth
+            bad = ~same & (error > once)
+            ratio = np.where(same, 0.0, error / once)
+        else:
+            bad = ratio > 1
+        self.max_error = max(self.max_error, float(error.max()))
+        self.max_ulps = max(self.max_ulps, float((error / spacing).max()))
+        self.worst_ratio = max(self.worst_ratio, float(ratio.max()))
+        found = int(np.count_nonzero(bad))
+        if not found:
+            return
+        self.departures += found
+        if bad.ndim > 1:
+            self.bad_rows[rows] |= bad.any(axis=1)
+            self.bad_columns |= bad.any(axis=0)
+        else:
+            self.bad_rows[rows] |= bad
+        flat = np.where(bad, error, -1.0)
+        at = int(np.argmax(flat))
+        if float(flat.flat[at]) > self._worst_error:
+            self._worst_error = float(flat.flat[at])
+            where = np.unravel_index(at, bad.shape)
+            self.worst = (int(where[0]) + (rows.start or 0), *(int(i) for i in where[1:]))
 
 
 def _ulp(value: float, u: float) -> float:

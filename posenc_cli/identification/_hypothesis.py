@@ -16,10 +16,11 @@ class Hypothesis:
     """``command`` (a key of :data:`posenc_cli.kinds.KINDS`) with the maker's keywords ``values`` would make
     the stored table as its array ``array``.
 
-    ``angle`` gives the entries' sine/cosine arguments (approximate: they only scale the allowed error), or is
-    ``None`` for the relative rule (ALiBi); ``amplitude`` scales the allowed error too. ``overrides`` counts the
-    options beyond the command's required ones and its preset: the simplest explanation is reported first.
-    ``family`` names the reading that produced it (``sinusoid``, ``rope``, ``alibi``, ``sincos2d``).
+    ``angle`` gives the entries' sine/cosine arguments at the rows it is given (row numbers of the table: every
+    row, or a sample of them; approximate, they only scale the allowed error), or is ``None`` for the relative rule
+    (ALiBi); ``amplitude`` scales the allowed error too. ``overrides`` counts the options beyond the command's
+    required ones and its preset: the simplest explanation is reported first. ``family`` names the reading that
+    produced it (``sinusoid``, ``rope``, ``alibi``, ``sincos2d``).
     """
 
     command: str
@@ -28,10 +29,13 @@ class Hypothesis:
     family: str
     amplitude: float = 1.0
     overrides: int = 0
-    angle: Callable[[], np.ndarray] | None = field(default=None, compare=False)
+    angle: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
     #: Other presets that name the same exact table with as many overrides (``ddpm``, ``whisper`` and
     #: ``tensor2tensor`` share one for an even width): the table cannot tell them apart.
     equivalent: tuple[str, ...] = field(default=(), compare=False)
+    #: For a kind whose tables are made whole (not row by row): a hypothesis whose table is this one's first rows,
+    #: at least the given count of them (2-D sincos: a grid of fewer rows), so that a sample costs only those rows.
+    head: Callable[[int], Hypothesis] | None = field(default=None, compare=False)
 
     @property
     def preset(self) -> str | None:

@@ -8,8 +8,9 @@ ALiBi
 2-D sincos
     ``H W`` rows (and MAE's zero class-token row first), ``d`` a multiple of 4: one half of the columns is a 1-D
     sincos of the row coordinate, the other of the column coordinate, so one half repeats with the grid's width
-    ``W`` (rows ``r`` and ``r + W``). Every divisor ``W`` of the row count whose half repeats so is a grid; the
-    base is read from that half's frequencies (``base**(-k/(d/4))``).
+    ``W`` (rows ``r`` and ``r + W``) and the other is constant over each run of ``W`` rows. ``W`` is read off the
+    values (the first row where the row coordinate's half changes), never searched among the row count's
+    divisors; the base is read from the repeating half's frequencies (``base**(-k/(d/4))``).
 """
 
 from __future__ import annotations
@@ -41,43 +42,66 @@ def alibi_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
             yield Hypothesis("alibi", {"heads": heads, "seq_len": seq, **over}, "bias", "alibi", overrides=len(over))
 
 
-def _divisors(count: int) -> list[int]:
-    small = [w for w in range(1, math.isqrt(count) + 1) if count % w == 0]
-    both = sorted({*small, *(count // w for w in small)})
-    return sorted(both, key=lambda w: abs(math.log(w) - math.log(count) / 2))  # near-square grids first
+def _widths(grid_rows: np.ndarray) -> list[tuple[int, slice]]:
+    """The grid widths the rows show, each with the half of the columns that repeats every ``W`` rows.
+
+    For each half taken as the row coordinate's (constant along a row of patches), the first row where it changes
+    is the width ``W``. It is a grid's when the count is a multiple of ``W`` with at least two rows of patches, that
+    half is constant in every run of ``W`` rows and the other half repeats every ``W`` rows. At most two widths
+    (MAE's order first), each checked in a few passes over the table: the work never depends on how many divisors
+    the row count has."""
+    count, d = grid_rows.shape
+    half = d // 2
+    found: list[tuple[int, slice]] = []
+    for slow, fast in ((slice(half, None), slice(None, half)), (slice(None, half), slice(half, None))):
+        row_axis = grid_rows[:, slow]
+        changes = np.flatnonzero((row_axis[1:] != row_axis[:-1]).any(axis=1))
+        if not len(changes):
+            continue
+        width = int(changes[0]) + 1
+        if width < 2 or count % width or count // width < 2 or any(width == w for w, _ in found):
+            continue
+        blocks = row_axis.reshape(count // width, width, half)
+        column_axis = grid_rows[:, fast]
+        if np.array_equal(blocks, np.broadcast_to(blocks[:, :1], blocks.shape)) and np.array_equal(
+            column_axis[width:], column_axis[:-width]
+        ):
+            found.append((width, fast))
+    return found
 
 
 def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
-    """MAE's 2-D sincos: every grid whose structure the table shows, with and without the class-token row."""
+    """MAE's 2-D sincos: the grids whose structure the table shows (:func:`_widths`), with the class-token row
+    when the first row is zero."""
     n, d = values.shape
     if d % 4 or d < 4 or n < 2:
         return
     cls = not values[0].any()
     grid_rows = values[1:] if cls else values
     count = len(grid_rows)
-    half = d // 2
-    for width in _divisors(count):
+    for width, fast in _widths(grid_rows):
         height = count // width
-        if height < 2 or width < 2:
-            continue
-        halves = (grid_rows[:, :half], grid_rows[:, half:])
-        periodic = [h for h in halves if np.array_equal(h[width:], h[:-width])]
-        if not periodic:
-            continue
-        bases = _bases(periodic[0][:width], d) if width >= 3 else [10000.0]
+        periodic = grid_rows[:width, fast] if width >= 3 else None
+        bases = _bases(periodic, d) if periodic is not None else [10000.0]
         extent = float(max(height, width))
-        frequencies = np.repeat(bases[0] ** (-np.arange(d // 4) / (d // 4)), 1)
+        frequencies = bases[0] ** (-np.arange(d // 4) / (d // 4))
         column = np.tile(np.concatenate([frequencies, frequencies]), 2) * extent
 
-        def angle(column: np.ndarray = column) -> np.ndarray:
-            return np.broadcast_to(column, values.shape)
+        def angle(rows: np.ndarray, column: np.ndarray = column) -> np.ndarray:
+            return np.broadcast_to(column, (len(rows), d))
 
         for base in bases[:2]:
-            over = {"base": base} if base != 10000.0 else {}
+            over: dict[str, object] = {"base": base} if base != 10000.0 else {}
             if cls:
                 over["cls_token"] = True
+
+            def head(rows: int, over: dict[str, object] = over, width: int = width, height: int = height) -> Hypothesis:
+                # rows y * W + x of a grid are the same in any grid of the same width and more than y rows
+                grid = (min(height, max(1, -(-(rows - cls) // width))), width)
+                return Hypothesis("sincos2d", {"grid": grid, "d_model": d, **over}, "pe", "sincos2d", 1.0, len(over))
+
             grid_values = {"grid": (height, width), "d_model": d, **over}
-            yield Hypothesis("sincos2d", grid_values, "pe", "sincos2d", 1.0, len(over), angle)
+            yield Hypothesis("sincos2d", grid_values, "pe", "sincos2d", 1.0, len(over), angle, head=head)
 
 
 def _bases(half: np.ndarray, d: int) -> list[float]:

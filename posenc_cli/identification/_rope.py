@@ -66,6 +66,8 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
             amplitude = 1.0
     else:
         return
+    if not _SCALINGS[0] <= amplitude <= _SCALINGS[1]:
+        return
     found = _distinct(values)
     if found is None:
         return
@@ -87,6 +89,9 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     yield from _modes(t, n, mode, layout, amplitude, mode, noise=2 * precision)
 
 
+#: The attention scalings a cache is read with (its amplitude): every scaling mode's, far beyond (YaRN's
+#: ``0.1 ln f + 1`` is 2 at a factor of 22026); the factors read back from them (``exp``) stay finite.
+_SCALINGS = (0.5, 2.0)
 #: The angle a column must reach over the cache to be read well: acos is flat near 0 (cos caches), asin is not.
 _MEASURED = {"cos": 0.05, "sin": 1e-3}
 #: llama3's default band edges (every Llama 3.x configuration uses them).
@@ -111,7 +116,7 @@ def _modes(
     if layout != "half":
         base_values["layout"] = layout
 
-    angle = _angles(t, seq, layout)
+    angle = _angles(t, layout)
 
     def make(overrides: dict[str, Any], count: int, a: float = amplitude) -> Hypothesis:
         values = {**base_values, **overrides}
@@ -187,12 +192,12 @@ def _modes(
                 yield make(over, 4 + len(over_theta))
 
 
-def _angles(t: np.ndarray, seq: int, layout: str) -> Callable[[], np.ndarray]:
-    """The entries' angles ``position * frequency`` of a cache of ``seq`` rows in ``layout``, when asked for."""
+def _angles(t: np.ndarray, layout: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The entries' angles ``position * frequency`` of a cache in ``layout``, at the rows asked for."""
     cols = np.repeat(t, 2) if layout == "interleaved" else np.concatenate([t, t]) if layout == "half" else t
 
-    def angle() -> np.ndarray:
-        return np.asarray(np.abs(np.arange(seq, dtype=np.float64)[:, None] * cols[None, :]), np.float64)
+    def angle(rows: np.ndarray) -> np.ndarray:
+        return np.asarray(np.abs(rows.astype(np.float64)[:, None] * cols[None, :]), np.float64)
 
     return angle
 
@@ -205,10 +210,10 @@ def _proportional(
     m = len(t)
     head_dim = 2 * m
     seq = n if n is not None else 1
-    theta_read = (t[0] / t[1]) ** m
-    angle = _angles(t, seq, layout)
+    theta_read = _theta_of(t, m)
+    angle = _angles(t, layout)
 
-    for theta in nice_numbers(theta_read, 1e-4)[:2]:
+    for theta in nice_numbers(theta_read, 1e-4)[:2] if theta_read is not None else []:
         for factor in nice_numbers(1 / t[0], 1e-4, common=(1.0,))[:1]:
             over: dict[str, Any] = {"scaling": "proportional", "rotary_dim": 2 * active}
             if theta != 10000.0:
@@ -272,8 +277,19 @@ def _fast_thetas(t: np.ndarray, span: float, noise: float) -> list[float]:
     head = geometric_fit(t[:8], span, limit=math.inf, measured=1e-3, noise=noise) if m >= 4 else None
     if head is not None and head.used == head.usable == min(8, m) and head.fits(1e-3):
         found += nice_numbers(math.exp(-head.log_rho * m), max(1e-3, head.power_error(m)))[:2]
-    found += [v for v in nice_numbers(float((t[0] / t[1]) ** m), 1e-3)[:2] if v not in found]
+    pair = _theta_of(t, m)
+    if pair is not None:
+        found += [v for v in nice_numbers(pair, 1e-3)[:2] if v not in found]
     return found
+
+
+def _theta_of(t: np.ndarray, m: int) -> float | None:
+    """``(t_0 / t_1)**m``, the theta of the first two frequencies; ``None`` unless they decrease from a positive
+    ``t_1`` (an idle column, Gemma 4's, is 0) to a theta within float64's range."""
+    if not 0 < t[1] < t[0]:
+        return None
+    exponent = m * math.log(float(t[0] / t[1]))
+    return math.exp(exponent) if exponent < 700 else None
 
 
 def _llama3_readings(

@@ -73,14 +73,18 @@ def _read(
     if len(sin) < 2:
         return None
     # the rows whose pairs have one amplitude: most of them (fine-tuned rows, an edited entry are left out of the
-    # reading, and the comparison then names them)
-    amplitude = np.hypot(values[:, sin][rows], values[:, cos][rows])
-    a = float(np.median(amplitude))
-    if not a:
-        return None
-    steady = np.max(np.abs(amplitude - a), axis=1) <= max(_AMPLITUDE_SPREAD, 8 * precision) * a
-    if steady.sum() < max(3, len(rows) // 2):
-        return None
+    # reading, and the comparison then names them). The rows the reading would use say first whether most do: a
+    # learned table is then passed over at the cost of a few dozen rows, not of every layout's pass over the table
+    spread = max(_AMPLITUDE_SPREAD, 8 * precision)
+    probe = sample_rows(rows)
+    for chosen in (probe, rows) if len(probe) < len(rows) else (rows,):
+        amplitude = np.hypot(values[np.ix_(chosen, sin)], values[np.ix_(chosen, cos)])
+        a = float(np.median(amplitude))
+        if not a:
+            return None
+        steady = np.max(np.abs(amplitude - a), axis=1) <= spread * a
+        if steady.sum() < max(3, len(chosen) // 2):
+            return None
     rows = sample_rows(rows[steady])
     s, c = values[np.ix_(rows, sin)], values[np.ix_(rows, cos)]
     rates, phase = column_rates(np.arctan2(s, c), rows, "pair")
@@ -215,12 +219,11 @@ def _presets(
                     if step != 1.0 or preset.descending:
                         overrides["step"] = step
                 rates = fit.c0 * np.exp(fit.log_rho * index.astype(np.float64))
-                positions = start_steps + np.arange(n, dtype=np.float64)
 
-                def angle(rates: np.ndarray = rates, positions: np.ndarray = positions) -> np.ndarray:
-                    out = np.abs(np.outer(positions, rates))
+                def angle(rows: np.ndarray, rates: np.ndarray = rates, start: float = start_steps) -> np.ndarray:
+                    out = np.abs(np.outer(start + rows.astype(np.float64), rates))
                     if odd == "zero":
-                        out = np.hstack([out, np.zeros((len(positions), 1))])
+                        out = np.hstack([out, np.zeros((len(rows), 1))])
                     return out
 
                 values = {"seq_len": n, "d_model": d, "preset": name, **overrides}
