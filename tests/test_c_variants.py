@@ -56,7 +56,7 @@ C99_UP = [
 VARIANTS = [
     ("q15", ["--dtype", "q15"], C99_UP + [("gcc", "c", "c89"), ("clang", "c", "c89")]),
     ("q7", ["--dtype", "q7"], C99_UP),
-    ("int8", ["--dtype", "int8", "--scale", "0.0078125", "--zero-point", "-3"], C99_UP),
+    ("int8", ["--dtype", "int8", "--scale", "0.015625", "--zero-point", "-3"], C99_UP),
     ("float16-bits", ["--dtype", "float16"], C99_UP),
     ("bfloat16-bits", ["--dtype", "bfloat16"], C99_UP),
     (
@@ -118,9 +118,9 @@ def test_variant_compiles_and_holds_the_npy_bytes(tmp_path, variant, args, compi
 
 
 def test_int8_header_carries_scale_and_zero_point(tmp_path):
-    posenc("--dtype", "int8", "--scale", "0.0078125", "--zero-point", "-3", "-o", str(tmp_path / "pe.h"))
+    posenc("--dtype", "int8", "--scale", "0.015625", "--zero-point", "-3", "-o", str(tmp_path / "pe.h"))
     text = (tmp_path / "pe.h").read_text()
-    assert "#define PE_SCALE 0.0078125f\n#define PE_ZERO_POINT -3\n" in text
+    assert "#define PE_SCALE 0.015625f\n#define PE_ZERO_POINT -3\n" in text
     assert "static const int8_t pe[PE_SEQ_LEN][PE_D_MODEL]" in text and "#include <stdint.h>" in text
 
 

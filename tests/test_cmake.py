@@ -534,7 +534,7 @@ def test_element_types_presets_and_extra_options_reach_the_table(tmp_path, posen
         "cmake_minimum_required(VERSION 3.16)\nproject(types C)\n"
         f'include("{MODULE.as_posix()}")\nadd_executable(types main.c)\n'
         f"posenc_add_table(types SEQ_LEN 12 D_MODEL 9 DTYPE q15 PRESET fairseq NAME pe_q15 {args})\n"
-        "posenc_add_table(types SEQ_LEN 5 D_MODEL 4 DTYPE int8 SCALE 0.0078125 ZERO_POINT -3 NAME pe_i8)\n"
+        "posenc_add_table(types SEQ_LEN 5 D_MODEL 4 DTYPE int8 SCALE 0.015625 ZERO_POINT -3 NAME pe_i8)\n"
         "posenc_add_table(types SEQ_LEN 3 D_MODEL 4 DTYPE fixed18.16 NAME pe_fx)\n"
     )
     build = Build(source, tmp_path / "build", "Unix Makefiles")
@@ -545,7 +545,7 @@ def test_element_types_presets_and_extra_options_reach_the_table(tmp_path, posen
     assert fx == posenc_cli.generate(3, 4, dtype="fixed18.16").array.astype("<i4").tobytes().hex()
     want = posenc_cli.generate(12, 9, dtype="q15", preset="fairseq", start=2.0).array
     assert q15 == want.astype("<i2").tobytes().hex()
-    assert i8 == posenc_cli.generate(5, 4, dtype="int8", scale=0.0078125, zero_point=-3).array.tobytes().hex()
+    assert i8 == posenc_cli.generate(5, 4, dtype="int8", scale=0.015625, zero_point=-3).array.tobytes().hex()
     calls = len(generate_calls(log))
     (source / "CMakeLists.txt").write_text((source / "CMakeLists.txt").read_text().replace("--start 2", "--start 3"))
     build.configure(f"-DPOSENC_EXECUTABLE={script}")

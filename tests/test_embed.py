@@ -36,7 +36,7 @@ KINDS = [
     ("window-index-coords", ["window", "--scheme", "swinv2", "-w", "3"], "win"),
     ("sincos2d-aligned-64", ["sincos2d", "-g", "3", "-d", "8", "--align", "64"], "grid"),
 ]
-INT8_AFFINE = ["--scale", "0.0078125", "--zero-point", "-3"]
+INT8_AFFINE = ["--scale", "0.015625", "--zero-point", "-3"]
 # Every element type: the float tables' (each of DTYPES, fixed point of an int16, int32 and int64, native halves)
 # and the index tables' integers.
 ELEMENT_TYPES = [

@@ -38,7 +38,7 @@ ELEMENT_TYPES = [
     ("bfloat16", {}, "BF16"),
     ("q15", {}, "I16"),
     ("q7", {}, "I8"),
-    ("int8", {"scale": 0.0078125, "zero_point": -3}, "I8"),
+    ("int8", {"scale": 0.015625, "zero_point": -3}, "I8"),
 ]
 #: What each Python parameter type is in the file.
 VALUE_TYPES = {bool: GGUFValueType.BOOL, int: GGUFValueType.INT64, float: GGUFValueType.FLOAT64,

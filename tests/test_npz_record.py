@@ -30,7 +30,7 @@ TABLES = {
     "q15": (["generate", "-n", "6", "-d", "4", "--dtype", "q15"], ["pe"]),
     "rope": (["rope", "-n", "6", "--head-dim", "4"], ["cos", "sin", "inv_freq"]),
     "alibi": (["alibi", "-H", "4", "-n", "5"], ["slopes", "bias"]),
-    "relative": (["relative", "--scheme", "t5", "-q", "4"], ["index"]),
+    "relative": (["relative", "--scheme", "t5", "-Q", "4"], ["index"]),
 }
 #: The end of central directory record (APPNOTE 4.3.16): signature, four counts, size, offset, comment length.
 END = struct.Struct("<4s4H2LH")

@@ -41,7 +41,7 @@ ELEMENT_TYPES = [
     ("bfloat16", {}, "BFLOAT16"),
     ("q15", {}, "INT16"),
     ("q7", {}, "INT8"),
-    ("int8", {"scale": 0.0078125, "zero_point": -3}, "INT8"),
+    ("int8", {"scale": 0.015625, "zero_point": -3}, "INT8"),
 ]
 
 

@@ -34,7 +34,7 @@ ELEMENT_TYPES = [
     ("bfloat16", {}),
     ("q15", {}),
     ("q7", {}),
-    ("int8", {"scale": 0.0078125, "zero_point": -3}),
+    ("int8", {"scale": 0.015625, "zero_point": -3}),
 ]
 #: What each posenc element type is called in the file.
 SAFETENSORS_DTYPE = {
