@@ -26,14 +26,13 @@ boundary may be judged on the other side of it; its stored code is exact either 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .dtypes import ElementType
-from .errors import PosencWarning, SpecError
+from .errors import PosencWarning, SpecError, warn
 from .table import Array
 
 __all__ = ["COUNT_ENTRIES", "Count", "check_saturate", "count", "may_clip", "refuse_clipping", "zero_note"]
@@ -233,9 +232,9 @@ def zero_note(element: ElementType, name: str, stored: np.ndarray, exact: Callab
             keeps = f"fixed{whole + 1 + frac}.{frac}"
     elif element.name == "float16":
         keeps = "float32 or bfloat16"
-    warnings.warn(
-        f"{name}: {int(lost.sum())} of its {lost.size} values round to 0 in {element.name} (the smallest is "
-        f"{smallest:.3g}); {what}; {keeps} keeps them",
-        PosencWarning,
-        stacklevel=3,
+    warn(
+        PosencWarning(
+            f"{name}: {int(lost.sum())} of its {lost.size} values round to 0 in {element.name} (the smallest is "
+            f"{smallest:.3g}); {what}; {keeps} keeps them"
+        )
     )
