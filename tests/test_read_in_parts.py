@@ -275,6 +275,30 @@ def test_verify_finds_one_changed_value_near_the_end(tmp_path, small_blocks, suf
     assert [(m["index"], m["stored"]) for m in found["mismatches"]] == [([60, 28], 0.5)]
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".h5"])
+def test_verify_finds_one_changed_value_near_the_end_of_a_large_table(tmp_path, suffix):
+    """With the blocks as they are: 8 MiB of float32, two blocks of the file and sixteen of the reference."""
+    table = posenc_cli.generate(2048, 1024)
+    values = np.array(table.array)
+    values[2046, 1021] = -values[2046, 1021]
+    path = tmp_path / f"pe{suffix}"
+    if suffix == ".npz":
+        np.savez_compressed(path, pe=values)
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("posenc.json", json.dumps({"kind": "sinusoidal", "params": dict(table.params)}))
+    else:
+        with h5py.File(path, "w") as f:
+            ds = f.create_dataset("pe", data=values, compression="gzip")  # h5py's chunks
+            ds.attrs["kind"] = "sinusoidal"
+            for key, value in table.params.items():
+                ds.attrs[key] = value
+    with opened(path) as stored:
+        assert isinstance(stored.array, FileArray)
+        result = checking.verify(stored, checking.regenerate("sinusoidal", stored.params))
+    assert (result.compared, result.mismatched) == (2048 * 1024, 1)
+    assert [(m.index, m.stored) for m in result.mismatches] == [((2046, 1021), float(values[2046, 1021]))]
+
+
 def test_verify_hashes_a_gathered_bias_in_blocks(tmp_path, small_blocks):
     weights = RNG.standard_normal((32, 4)).astype(np.float32)
     key = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
