@@ -78,12 +78,13 @@ def opened(path: PathLike, *, format: str | None = None, max_memory: int | None 
 
     Examples
     --------
-    >>> import posenc_cli
+    >>> import tempfile, posenc_cli
     >>> from posenc_cli.formats._blocks import flat_blocks
-    >>> path = posenc_cli.save(posenc_cli.generate(4, 6), "pe.npy")    # doctest: +SKIP
-    >>> with opened("pe.npy") as table:                                 # doctest: +SKIP
-    ...     sum(values.size for _, values in flat_blocks(table.array))
-    24
+    >>> path = f"{tempfile.mkdtemp()}/pe.npy"
+    >>> _ = posenc_cli.save(posenc_cli.generate(4, 6), path)
+    >>> with opened(path) as table:
+    ...     type(table.array).__name__, sum(values.size for _, values in flat_blocks(table.array))
+    ('FileArray', 24)
     """
     path = Path(os.fspath(path))
     fmt, _ = _readable(path, format)

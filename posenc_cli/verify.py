@@ -5,11 +5,11 @@
 - :func:`verify`: every value of a table against a reference, bit for bit.
 - :func:`parse_settings`: ``key=value`` strings (``posenc verify -s seq_len=128``) as typed parameters.
 
-Every array is read in row blocks (:func:`~posenc_cli.formats._blocks.row_blocks`, about 4 MiB each), so a lazy
-reference (:class:`~posenc_cli.table.RowSource`, which :func:`regenerate` returns for sinusoidal and RoPE tables)
-is never computed whole, and an array a file holds (:func:`posenc_cli.read.opened`) is read in flat blocks of at
-most 4 MiB within each (:func:`~posenc_cli.formats._blocks.flat_blocks`), so it is never held whole either. No
-printing, no click, no rich: the CLI formats what these return.
+Every array is read in row blocks (:func:`~posenc_cli.formats._blocks.row_blocks`, of :data:`BLOCK_VALUES` values
+each), so a lazy reference (:class:`~posenc_cli.table.RowSource`, which :func:`regenerate` returns for sinusoidal
+and RoPE tables) is never computed whole, and an array a file holds (:func:`posenc_cli.read.opened`) is read in flat
+blocks of at most 4 MiB within each (:func:`~posenc_cli.formats._blocks.flat_blocks`), so it is never held whole
+either. No printing, no click, no rich: the CLI formats what these return.
 """
 
 from __future__ import annotations

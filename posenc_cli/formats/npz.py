@@ -19,6 +19,13 @@ row blocks, so a table produced block by block streams into the archive.
 
 Round trip: arrays, dtypes, shapes, kind and parameters (array names as :func:`member_names` makes them).
 
+:func:`stream` (``posenc inspect`` and ``verify``) checks and claims what :func:`load` does, as below, then reads each
+array as it is used: a :class:`~posenc_cli.table.FileArray` that inflates its member (or reads a stored one) from
+where it stands, a block at a time, so the memory is a block, never the declared size. Reading an array in order
+inflates its member once, and its end and CRC-32 are checked when its last value is read; a read behind the one
+before starts the member again. An array in ``fortran_order`` is read whole (see :mod:`~posenc_cli.formats.npy`).
+:func:`load` is :func:`stream` with every array read whole.
+
 Reading (the archive may be hostile):
 
 - the central directory, from the archive's end records (ZIP64 ones included), may list at most
@@ -28,22 +35,17 @@ Reading (the archive may be hostile):
   appears twice (which ``zipfile`` would resolve silently, last wins), is refused, never ignored;
 - members must be stored or deflated (what ``numpy.savez`` and ``savez_compressed`` write); encrypted members,
   patched data and every other method (deflate64, bzip2, lzma, ...) are refused;
+- a member's data is read by posenc from where its local header ends (once ``zipfile`` has checked that header),
+  never past the compressed size the directory gives it (which must lie inside the file), and must be exactly the
+  size the directory gives: inflating stops there, and a deflate stream that would give one byte more, ends before
+  it, leaves compressed bytes unread or stops inside its stream is refused, as is a stored member whose stored and
+  uncompressed sizes differ. The work is bounded by the table: the declared size, inflated once;
 - each ``.npy`` member is read like an ``.npy`` file (:mod:`posenc_cli.formats.npy`: versions, dtypes, shapes) and
   its size in the directory must be exactly its header plus the data the header declares. Every array's size is
   claimed from the read's :class:`~posenc_cli.formats.limits.Budget` before any data is read, then each member is
   inflated :data:`~posenc_cli.formats.npy.CHUNK` bytes at a time into memory allocated once: a small member that
-  inflates to gigabytes costs the size its header declares (refused when that is past the budget);
-- a member's data is read by posenc from where its local header ends, never past the compressed size the directory
-  gives it (which must lie inside the file), and must be exactly the size the directory gives: inflating stops
-  there, and a deflate stream that would give one byte more, ends before it, leaves compressed bytes unread or
-  stops inside its stream is refused, as is a stored member whose stored and uncompressed sizes differ; where the
-  member ends its CRC-32 is checked. The work is bounded by the table: the declared size, inflated once.
-
-:func:`stream` (``posenc inspect`` and ``verify``) checks and claims what :func:`load` does, then reads each array
-as it is used: a :class:`~posenc_cli.table.FileArray` that inflates its member (or reads a stored one) from where it
-stands, a block at a time, so the memory is a block, never the declared size. Reading an array in order inflates
-its member once, and its end and CRC-32 are checked when its last value is read; a read behind the one before
-starts the member again. An array in ``fortran_order`` is read whole (see :mod:`~posenc_cli.formats.npy`).
+  inflates to gigabytes costs the size its header declares (refused when that is past the budget), and inflating
+  stops where the directory says the member ends (its CRC is checked there);
 - ``posenc.json`` is posenc's metadata (:func:`~posenc_cli.formats.npy.parse_meta`: at most
   :data:`~.limits.MAX_METADATA` bytes, nesting at most :data:`~.limits.MAX_NESTING` levels, an object with a string
   ``kind`` and scalar ``params``); without it the table is of kind ``"array"``.
@@ -301,10 +303,10 @@ def _header(member: _Member, info: zipfile.ZipInfo) -> npy.Header:
     return head
 
 
-Opened = tuple[str, str, _Member, npy.Header]
+_Opened = tuple[str, str, _Member, npy.Header]
 
 
-def _opened(archive: zipfile.ZipFile, fp: BinaryIO, members: list[zipfile.ZipInfo], budget: Budget) -> list[Opened]:
+def _opened(archive: zipfile.ZipFile, fp: BinaryIO, members: list[zipfile.ZipInfo], budget: Budget) -> list[_Opened]:
     """Every ``.npy`` member as ``(member name, key, member, header)``: all headers read, all sizes claimed, no
     data read yet."""
     size = fp.seek(0, 2)
