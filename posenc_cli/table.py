@@ -10,9 +10,10 @@ Every writer takes a ``Table``; every reader returns one (safetensors' ``dict[st
 plain JSON-able scalars (``int``, ``float``, ``str``, ``bool``) so that every format can store them and their order
 never changes what is written: writers sort them.
 
-An array is either a ``numpy.ndarray`` or a :class:`RowSource`, a 2-D table whose rows are computed on demand.
-Writers only ever take ``shape``, ``dtype``, ``ndim`` and row slices ``array[lo:hi]`` of an array, so a table far
-larger than memory streams from the generator to the file block by block.
+An array is either a ``numpy.ndarray`` or a :class:`RowSource`, a table whose rows are computed on demand (a
+:class:`FileArray` is one whose values are read from an open file). Writers only ever take ``shape``, ``dtype``,
+``ndim`` and row slices ``array[lo:hi]`` of an array, so a table far larger than memory streams from the generator to
+the file block by block, and ``posenc inspect`` and ``verify`` read a file's table a block at a time.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ Param = int | float | str | bool
 
 
 class RowSource:
-    """A 2-D array whose rows are computed on demand by ``rows(start, stop)``.
+    """An array of at least one axis whose rows (slices along its first axis) are computed on demand by
+    ``rows(start, stop)``, which returns an ndarray of shape ``(stop - start, *shape[1:])``.
 
     Supports what writers use: ``shape``, ``dtype``, ``ndim``, ``size``, ``nbytes``, ``len()``, contiguous row
     slices (``source[lo:hi]`` returns a new ndarray), and ``numpy.asarray(source)`` (computes every row).
@@ -41,12 +43,16 @@ class RowSource:
     ([[1.0, 1.0], [1.0, 1.0]], 24)
     """
 
-    def __init__(self, shape: tuple[int, int], dtype: npt.DTypeLike, rows: Callable[[int, int], np.ndarray]) -> None:
-        self.shape = (int(shape[0]), int(shape[1]))
+    def __init__(self, shape: tuple[int, ...], dtype: npt.DTypeLike, rows: Callable[[int, int], np.ndarray]) -> None:
+        if not shape:
+            raise ValueError("a RowSource has at least one axis")
+        self.shape: tuple[int, ...] = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
         self._rows = rows
 
-    ndim = 2
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     @property
     def size(self) -> int:
@@ -73,6 +79,32 @@ class RowSource:
 
     def __repr__(self) -> str:
         return f"RowSource(shape={self.shape}, dtype={self.dtype})"
+
+
+class FileArray(RowSource):
+    """An array that a file holds, read on demand while the file is open: ``flat(start, stop)`` returns its values
+    from C-order position ``start`` to ``stop`` as a new 1-D ndarray in native byte order.
+
+    A reader returns one where it can read an array in parts (:func:`posenc_cli.read.opened`), so that
+    ``posenc inspect`` and ``verify`` hold a block of it at a time (:func:`~posenc_cli.formats._blocks.flat_blocks`),
+    never the whole array. Rows are flat ranges: ``array[lo:hi]`` reads ``flat(lo * row, hi * row)``.
+
+    Examples
+    --------
+    >>> values = np.arange(6, dtype=np.int16)
+    >>> stored = FileArray((2, 3), np.int16, lambda a, b: values[a:b].copy())
+    >>> stored[1:2].tolist(), stored.flat(2, 4).tolist()
+    ([[3, 4, 5]], [2, 3])
+    """
+
+    def __init__(self, shape: tuple[int, ...], dtype: npt.DTypeLike, flat: Callable[[int, int], np.ndarray]) -> None:
+        row = math.prod(shape[1:])
+        rest = tuple(int(n) for n in shape[1:])
+        super().__init__(shape, dtype, lambda lo, hi: flat(lo * row, hi * row).reshape((hi - lo, *rest)))
+        self.flat = flat
+
+    def __repr__(self) -> str:
+        return f"FileArray(shape={self.shape}, dtype={self.dtype})"
 
 
 Array = np.ndarray | RowSource

@@ -5,16 +5,20 @@
 - :func:`verify`: every value of a table against a reference, bit for bit.
 - :func:`parse_settings`: ``key=value`` strings (``posenc verify -s seq_len=128``) as typed parameters.
 
-Every array is read in row blocks (:func:`~posenc_cli.formats._blocks.row_blocks`, about 4 MiB each), so a lazy
-reference (:class:`~posenc_cli.table.RowSource`, which :func:`regenerate` returns for sinusoidal and RoPE tables)
-is never computed whole. No printing, no click, no rich: the CLI formats what these return.
+Every array is read in row blocks (:func:`~posenc_cli.formats._blocks.row_blocks`, of :data:`BLOCK_VALUES` values
+each), so a lazy reference (:class:`~posenc_cli.table.RowSource`, which :func:`regenerate` returns for sinusoidal
+and RoPE tables) is never computed whole, and an array a file holds (:func:`posenc_cli.read.opened`) is read in flat
+blocks of at most 4 MiB within each (:func:`~posenc_cli.formats._blocks.flat_blocks`), so it is never held whole
+either. No printing, no click, no rich: the CLI formats what these return.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +26,12 @@ import numpy as np
 
 from .dtypes import FLOATS, ElementType, decode, is_element_type
 from .errors import PosencWarning, SpecError
-from .formats._blocks import row_blocks
+from .formats._blocks import flat_blocks, raw_bytes, row_blocks
 from .formats.limits import Budget
 from .kinds import Kind, by_table
 from .make import convert
 from .params import ValueType, Wrong, spell
-from .table import Array, Param, Table, array_sha256
+from .table import Array, FileArray, Param, Table
 
 __all__ = ["Mismatch", "VerifyResult", "parse_settings", "regenerate", "verify"]
 
@@ -234,6 +238,11 @@ def verify(table: Table, reference: Table, *, max_report: int = 10) -> VerifyRes
     records no element type and holds float64 values (read from a CSV) is first rounded to the reference's
     element type, as the CSV's decimals read back: exactly the stored values when posenc wrote the CSV.
 
+    Memory: the reference's row blocks of :data:`BLOCK_VALUES` values (a row source computes
+    :data:`~posenc_cli.formats._blocks.AHEAD` more ahead) and, for each, the stored values in pieces of at most
+    4 MiB when ``table`` is read from a file in parts (:func:`posenc_cli.read.opened`): never either table whole
+    (unless the reference is built whole: :func:`regenerate` says which).
+
     Parameters
     ----------
     table : Table
@@ -260,9 +269,9 @@ def verify(table: Table, reference: Table, *, max_report: int = 10) -> VerifyRes
     pairs, problems = _pairs(table, reference)
     compared = mismatched = 0
     for key, digest in _digested(table, reference).items():
-        values = np.asarray(table.arrays[key])
+        values = table.arrays[key]
         compared += values.size
-        if array_sha256(values) != digest:
+        if _sha256(values) != digest:
             problems.append(
                 f"{key!r} is not what was written: its sha256 differs from the {key}_sha256 the table records"
             )
@@ -283,29 +292,57 @@ def verify(table: Table, reference: Table, *, max_report: int = 10) -> VerifyRes
                 f"{key!r} holds {stored.dtype} values without an element type (a text format): compared after rounding "
                 f"them to {_type(reference, expected)}, as its decimals read back"
             )
-        for lo, want in _blocks_of(expected):
-            have = np.asarray(stored[lo : lo + len(want)]) if stored.ndim else np.asarray(stored)
-            converted, bad = conform(have, want)
-            differ = bad | (_bits(converted) != _bits(want))
-            compared += want.size
-            count = int(np.count_nonzero(differ))
-            if not count:
-                continue
-            mismatched += count
-            for flat in np.flatnonzero(differ)[: max(0, max_report - len(found))].tolist():
-                where = np.unravel_index(flat, want.shape) if want.ndim else ()
-                index = ((lo + int(where[0]),) + tuple(int(i) for i in where[1:])) if want.ndim else ()
-                found.append(
-                    Mismatch(
-                        key,
-                        index,
-                        have.reshape(-1)[flat].item(),
-                        want.reshape(-1)[flat].item(),
-                        float(decode(have.reshape(-1)[flat : flat + 1], table.params)[0]),
-                        float(decode(want.reshape(-1)[flat : flat + 1], reference.params)[0]),
+        row = math.prod(expected.shape[1:])
+        for lo, block in _blocks_of(expected):
+            wanted = np.asarray(block).reshape(-1)
+            for at, have in _stored_pieces(stored, lo, len(block) if block.ndim else 1, row):
+                want = wanted[at - lo * row : at - lo * row + have.size]
+                converted, bad = conform(have, want)
+                differ = bad | (_bits(converted) != _bits(want))
+                compared += want.size
+                count = int(np.count_nonzero(differ))
+                if not count:
+                    continue
+                mismatched += count
+                wanted_more = max(0, max_report - len(found))
+                for flat in np.flatnonzero(differ)[:wanted_more].tolist() if wanted_more else ():
+                    index = tuple(int(i) for i in np.unravel_index(at + flat, stored.shape)) if stored.ndim else ()
+                    found.append(
+                        Mismatch(
+                            key,
+                            index,
+                            have[flat].item(),
+                            want[flat].item(),
+                            float(decode(have[flat : flat + 1], table.params)[0]),
+                            float(decode(want[flat : flat + 1], reference.params)[0]),
+                        )
                     )
-                )
     return VerifyResult(compared, mismatched, tuple(found), tuple(problems), tuple(notes))
+
+
+def _stored_pieces(stored: Array, lo: int, rows: int, row: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(position, values)``: the stored values of rows ``lo`` to ``lo + rows`` (of ``row`` values each), 1-D, with
+    the C-order position of the first: in flat blocks of at most 4 MiB from a file's array, else in one piece."""
+    if isinstance(stored, FileArray):
+        yield from flat_blocks(stored, lo * row, (lo + rows) * row)
+    elif stored.ndim:
+        yield lo * row, np.asarray(stored[lo : lo + rows]).reshape(-1)
+    else:
+        yield 0, np.asarray(stored).reshape(-1)
+
+
+def _sha256(array: Array) -> str:
+    """The sha256 of ``array``'s values, little-endian, in C order (as :func:`~posenc_cli.table.array_sha256`),
+    read a block at a time."""
+    digest = hashlib.sha256()
+    little = array.dtype.newbyteorder("<")
+    if isinstance(array, FileArray):
+        blocks: Iterable[np.ndarray] = (values for _, values in flat_blocks(array))
+    else:
+        blocks = (values for _, values in _blocks_of(array))
+    for values in blocks:
+        digest.update(raw_bytes(values, little))
+    return digest.hexdigest()
 
 
 def _digested(table: Table, reference: Table) -> dict[str, str]:
@@ -336,10 +373,19 @@ def _pairs(table: Table, reference: Table) -> tuple[list[tuple[str, Array, Array
     return pairs, problems
 
 
+#: The most values of a block of the reference :func:`verify` compares at a time (whole rows; one row where a row
+#: is longer). Computing a block (a row source) and comparing it take a few float64 arrays of its values whatever
+#: the element type, so blocks are counted in values, not bytes: writers' 16 MiB blocks of q7 are 16 million
+#: values, hundreds of MiB of work. Half a million take no more CPU per value than larger blocks (a quarter of
+#: a million take a third more).
+BLOCK_VALUES = 1 << 19
+
+
 def _blocks_of(array: Array) -> Iterable[tuple[int, np.ndarray]]:
+    """Row blocks of ``array`` of at most :data:`BLOCK_VALUES` values (a 0-d array is one block of itself)."""
     if array.ndim == 0:
         return [(0, np.asarray(array))]
-    return row_blocks(array)
+    return row_blocks(array, BLOCK_VALUES * array.dtype.itemsize)
 
 
 def _bits(values: np.ndarray) -> np.ndarray:

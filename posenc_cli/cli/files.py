@@ -16,6 +16,7 @@ from ..formats import C_OPTIONS, Format
 from ..inspect import describe
 from ..kinds import CONVERT, KINDS, OUTPUT
 from ..params import command_line
+from ..read import opened
 from ..table import Table
 from ._run import fail, mapped_errors
 from .options import ClickChoice, max_memory, options, with_format_lists, write_options
@@ -96,8 +97,8 @@ def inspect_command(ctx: click.Context, /, file: str, as_json: bool, max_memory:
       posenc inspect pe.h
       posenc inspect model.safetensors --json
     """
-    with mapped_errors(ctx):
-        info = describe(api.load(file, max_memory=max_memory))
+    with mapped_errors(ctx), opened(file, max_memory=max_memory) as table:  # read a block at a time
+        info = describe(table)
     if as_json:
         import json
 
@@ -187,8 +188,7 @@ def verify_command(
       posenc verify pe.csv -s seq_len=2048 -s d_model=512
       posenc verify cos.npy --kind rope -s seq_len=4096 -s head_dim=128
     """
-    with mapped_errors(ctx):
-        table = api.load(file, max_memory=max_memory)
+    with mapped_errors(ctx), opened(file, max_memory=max_memory) as table:  # read a block at a time
         given = checking.parse_settings(settings)
         params = {**table.params, **given}
         part = params.pop("part", None)

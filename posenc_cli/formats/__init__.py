@@ -25,6 +25,7 @@ import dataclasses
 import importlib
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
@@ -115,6 +116,10 @@ class Format:
     load_part: Callable[[BinaryIO, Budget, str], Table] | None = None
     #: ``names(fp)``: the keys of every array of such a file, reading no data (with ``load_part``).
     names: Callable[[BinaryIO], list[str]] | None = None
+    #: ``stream(fp, budget)``: a context in which the table of ``fp`` (checked and claimed as ``load`` checks and
+    #: claims it) reads its arrays from ``fp`` a block at a time as they are used
+    #: (:class:`~posenc_cli.table.FileArray`); ``None`` where the format is read whole.
+    stream: Callable[[BinaryIO, Budget], AbstractContextManager[Table]] | None = None
 
 
 #: The start of every C file posenc writes: ``/*`` and the first line of the provenance comment
@@ -139,6 +144,7 @@ FORMATS: dict[str, Format] = {
         "NumPy .npy array (NPY format 1.0); a .json sidecar for types .npy cannot name",
         _lazy("npy", "dump"),
         _lazy("npy", "load"),
+        stream=_lazy("npy", "stream"),
         companion=Companion(
             ".json",
             _lazy("npy", "dump_sidecar"),
@@ -154,6 +160,7 @@ FORMATS: dict[str, Format] = {
         "NumPy .npz: every array of the table, and its parameters",
         _lazy("npz", "dump"),
         _lazy("npz", "load"),
+        stream=_lazy("npz", "stream"),
     ),
     "safetensors": Format(
         "safetensors",
@@ -161,6 +168,7 @@ FORMATS: dict[str, Format] = {
         "Hugging Face safetensors: every array of the table, and its parameters",
         _lazy("safetensors", "dump"),
         _lazy("safetensors", "load"),
+        stream=_lazy("safetensors", "stream"),
         load_part=_lazy("safetensors", "load_part"),
         names=_lazy("safetensors", "names"),
     ),
@@ -170,6 +178,7 @@ FORMATS: dict[str, Format] = {
         "HDF5 dataset with parameter attributes",
         _lazy("hdf5", "dump"),
         _lazy("hdf5", "load"),
+        stream=_lazy("hdf5", "stream"),
         aliases=("hdf5",),
     ),
     "csv": Format(

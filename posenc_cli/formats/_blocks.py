@@ -1,4 +1,7 @@
-"""Row blocks: how every writer walks a table, so that none needs the whole table as one more copy in memory."""
+"""Row blocks: how every writer walks a table, so that none needs the whole table as one more copy in memory; and
+flat blocks (:func:`flat_blocks`): how ``posenc inspect`` and ``verify`` walk an array a file holds, so that they
+hold a block of it, never the whole (:class:`~posenc_cli.table.FileArray`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..table import Array
+from ..table import Array, FileArray
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -27,23 +30,27 @@ AHEAD = 2
 
 def row_blocks(array: Array, block_bytes: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(first_row, rows)`` slices of ``array`` along its first axis, about ``block_bytes`` each
-    (default :data:`BLOCK_BYTES` for an ndarray, :data:`SOURCE_BLOCK_BYTES` for a row source).
+    (default :data:`BLOCK_BYTES` for an ndarray or a :class:`~posenc_cli.table.FileArray`,
+    :data:`SOURCE_BLOCK_BYTES` for a row source).
 
     Only slicing (``array[lo:hi]``) is used, so a :class:`~posenc_cli.table.RowSource` can stand for the array;
     its next blocks (:data:`AHEAD` of them) are computed in a background thread while the caller consumes the
     current one. Each block a row source yields is a new array: the caller may keep it (or a memoryview of it).
+    A file's array is read in the caller's thread, block after block: nothing to overlap but the read itself,
+    and one block in memory.
 
     Examples
     --------
     >>> [(lo, b.shape) for lo, b in row_blocks(np.zeros((5, 2)), 32)]
     [(0, (2, 2)), (2, (2, 2)), (4, (1, 2))]
     """
+    in_place = isinstance(array, (np.ndarray, FileArray))
     if block_bytes is None:
-        block_bytes = BLOCK_BYTES if isinstance(array, np.ndarray) else SOURCE_BLOCK_BYTES
+        block_bytes = BLOCK_BYTES if in_place else SOURCE_BLOCK_BYTES
     row_bytes = array.dtype.itemsize * math.prod(array.shape[1:])
     step = max(1, block_bytes // max(1, row_bytes))
     starts = range(0, array.shape[0], step)
-    if isinstance(array, np.ndarray) or len(starts) < 2:
+    if in_place or len(starts) < 2:
         for lo in starts:
             yield lo, array[lo : lo + step]
         return
@@ -65,6 +72,35 @@ def row_blocks(array: Array, block_bytes: int | None = None) -> Iterator[tuple[i
         finally:
             for future in upcoming:  # the caller stopped early (an error): compute nothing more
                 future.cancel()
+
+
+def flat_blocks(array: FileArray, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(position, values)``: the values of ``array`` from C-order position ``start`` to ``stop`` (default:
+    to its end) in 1-D blocks of at most :data:`BLOCK_BYTES`, ``position`` the first one's.
+
+    The blocks end where :func:`row_blocks` ends its blocks (so a row block of an ndarray and the flat block of
+    the same file's array hold the same values); a row larger than a block is cut into pieces of a block, so that
+    no array makes a block larger, whatever its shape.
+
+    Examples
+    --------
+    >>> from posenc_cli.table import FileArray
+    >>> values = np.arange(10, dtype=np.uint8)
+    >>> stored = FileArray((2, 5), np.uint8, lambda a, b: values[a:b].copy())
+    >>> [(at, b.tolist()) for at, b in flat_blocks(stored)]
+    [(0, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]
+    """
+    total = array.size if stop is None else stop
+    row = math.prod(array.shape[1:])
+    row_bytes = array.dtype.itemsize * row
+    step = max(1, BLOCK_BYTES // max(1, array.dtype.itemsize))  # entries of a block
+    if 0 < row_bytes <= BLOCK_BYTES:
+        step = BLOCK_BYTES // row_bytes * row  # whole rows: row_blocks' blocks
+    position = start
+    while position < total:
+        end = min(total, (position // step + 1) * step)  # a block boundary of the whole array's blocks
+        yield position, array.flat(position, end)
+        position = end
 
 
 def raw_bytes(array: Array, dtype: np.dtype) -> memoryview:

@@ -80,25 +80,34 @@ def shown(raw: bytes, limit: int = 200) -> str:
 
 
 def read_chunks(d: Dataset, out: np.ndarray, file_size: int) -> None:
+    """Every chunk of ``d`` written, decoded into ``out`` (the whole dataset, holding the fill value)."""
     assert d.chunk is not None
-    dsid, chunk = d.node.id, d.chunk
-    nbytes = math.prod(chunk) * d.dtype.itemsize
-    for offset in itertools.product(*(range(0, n, c) for n, c in zip(d.shape, chunk, strict=True))):
-        where = f"chunk {offset} of dataset {d.path!r}"
-        info = dsid.get_chunk_info_by_coord(offset)
-        if info.byte_offset is None:
+    for offset in itertools.product(*(range(0, n, c) for n, c in zip(d.shape, d.chunk, strict=True))):
+        block = chunk_at(d, offset, file_size)
+        if block is None:
             continue  # never written: the fill value
-        # Deflate adds 0.03% and a few bytes to data it cannot compress, fletcher32 four.
-        if info.size > nbytes + nbytes // 64 + 1024 or info.byte_offset + info.size > file_size:
-            raise FormatError(
-                f"{where} claims {info.size} stored bytes at offset {info.byte_offset}, for {nbytes} bytes of data "
-                f"in a file of {file_size}"
-            )
-        mask, raw = dsid.read_direct_chunk(offset)
-        data = _decode(bytes(raw), int(mask), d, nbytes, where)
-        block = np.frombuffer(data, d.dtype).reshape(chunk)
-        region = tuple(slice(o, min(o + c, n)) for o, c, n in zip(offset, chunk, d.shape, strict=True))
+        region = tuple(slice(o, min(o + c, n)) for o, c, n in zip(offset, d.chunk, d.shape, strict=True))
         out[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
+
+
+def chunk_at(d: Dataset, offset: tuple[int, ...], file_size: int) -> np.ndarray | None:
+    """The chunk of ``d`` that starts at ``offset``, decoded (the chunk's whole shape, in the file's byte order), or
+    ``None`` when it was never written."""
+    assert d.chunk is not None
+    nbytes = math.prod(d.chunk) * d.dtype.itemsize
+    where = f"chunk {offset} of dataset {d.path!r}"
+    info = d.node.id.get_chunk_info_by_coord(offset)
+    if info.byte_offset is None:
+        return None
+    # Deflate adds 0.03% and a few bytes to data it cannot compress, fletcher32 four.
+    if info.size > nbytes + nbytes // 64 + 1024 or info.byte_offset + info.size > file_size:
+        raise FormatError(
+            f"{where} claims {info.size} stored bytes at offset {info.byte_offset}, for {nbytes} bytes of data "
+            f"in a file of {file_size}"
+        )
+    mask, raw = d.node.id.read_direct_chunk(offset)
+    data = _decode(bytes(raw), int(mask), d, nbytes, where)
+    return np.frombuffer(data, d.dtype).reshape(d.chunk)
 
 
 def _decode(data: bytes, mask: int, d: Dataset, nbytes: int, where: str) -> bytes:

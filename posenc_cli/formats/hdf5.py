@@ -53,6 +53,14 @@ read, and anything else is refused with one line naming the dataset, link or att
 - Memory: the declared size (shape x item size) of every dataset is claimed from the
   :class:`~posenc_cli.formats.limits.Budget` before any data is read, and the data goes straight into arrays of that
   size, with a few chunks of working memory at most.
+- In parts (:func:`stream`, what ``posenc inspect`` and ``verify`` read): the same checks and claims, then each
+  dataset is a :class:`~posenc_cli.table.FileArray` read as it is used, so the memory is a block, not the declared
+  size. A contiguous dataset is read at its offset in the file (its storage must be exactly its declared size,
+  inside the file; never written, it reads as its fill value); a chunked one a row of chunks at a time
+  (:class:`~._hdf5_values.ChunkRows`: each chunk decoded once when read in order), unless that row of chunks is
+  larger than :data:`~._hdf5_values.MAX_BAND`: tall chunks across a wide table cannot be read in parts without
+  decoding each chunk many times, so such a dataset is read whole, within the budget, as :func:`load` reads it.
+  Compact datasets (64 KiB at most) and scalars are read whole.
 - Attributes: at most :data:`~posenc_cli.formats.limits.MAX_ATTRIBUTES` per dataset, each one value (a scalar or a
   single element): an integer, a float, or UTF-8 text of at most :data:`MAX_TEXT` bytes; their type, shape and size
   are checked before their value is read. ``kind`` must be text; ``generator`` is ignored; every other attribute is a
@@ -69,14 +77,17 @@ read, and anything else is refused with one line naming the dataset, link or att
   they are (whoever prints or writes them escapes or maps them).
 
 Errors from h5py and libhdf5 on a corrupt file become ``FormatError`` naming the dataset when there is one. The
-byte-level work (decoding chunks, checking strings against the global heap) is in :mod:`._hdf5_raw`.
+byte-level work (decoding chunks, checking strings against the global heap) is in :mod:`._hdf5_raw`, the reading of
+values (whole, or in parts) in :mod:`._hdf5_values`.
 
 Round trip: arrays, dtypes, shapes, kind and parameters.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -93,10 +104,10 @@ from ._hdf5_raw import (
     Dataset,
     check_text_references,
     geometry,
-    read_chunks,
     reading,
     shown,
 )
+from ._hdf5_values import in_parts, read_whole
 from .identifiers import member_names
 from .limits import (
     MAX_ARRAYS,
@@ -188,8 +199,40 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
         found = _table_datasets(f)
         datasets = [_check(entry.parent, entry.raw, key, entry.path, budget) for entry, key in found]
         kind, params = _kind_and_params(datasets, fp, f, file_size)
-        arrays = {d.key: _read(d, file_size) for d in datasets}
+        arrays = {d.key: read_whole(d, file_size) for d in datasets}
     return Table(kind, arrays, params)
+
+
+@contextlib.contextmanager
+def stream(fp: BinaryIO, budget: Budget | None = None) -> Iterator[Table]:
+    """The table of :func:`load`, checked and claimed as :func:`load` does, each dataset read from ``fp`` (which
+    must stay open, as the HDF5 file does until the context ends) as it is used (see the module docstring).
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"pe": np.arange(6.0).reshape(2, 3)}), buffer, WriteOptions(name="pe"))
+    >>> with stream(buffer) as table:
+    ...     table.array.flat(2, 4).tolist()
+    [2.0, 3.0]
+    """
+    import h5py
+
+    budget = budget or Budget()
+    file_size = fp.seek(0, 2)
+    fp.seek(0)
+    with reading("not a readable HDF5 file"):
+        f = h5py.File(fp, "r")
+    try:  # the caller's errors pass through unchanged: only reading is wrapped
+        with reading("not a readable HDF5 file"):
+            found = _table_datasets(f)
+            datasets = [_check(entry.parent, entry.raw, key, entry.path, budget) for entry, key in found]
+            kind, params = _kind_and_params(datasets, fp, f, file_size)
+            arrays = {d.key: in_parts(d, fp, file_size) for d in datasets}
+        yield Table(kind, arrays, params)
+    finally:
+        f.close()
 
 
 @dataclass(frozen=True)
@@ -508,34 +551,6 @@ def _param(value: Any, what: str) -> Param:
     if isinstance(value, np.floating):
         return float(value)
     raise FormatError(f"{what} holds {type(value).__name__}, not a number or text")
-
-
-def _read(d: Dataset, file_size: int) -> np.ndarray:
-    """The values of a checked dataset, read into an array of its declared size."""
-    from h5py import h5s
-
-    native = d.dtype.newbyteorder("=")
-    with reading(f"dataset {d.path!r} is unreadable"):
-        if d.chunk is None:
-            out = np.empty(d.shape, native)
-            if out.size:
-                d.node.id.read(h5s.ALL, h5s.ALL, out)  # no filters: HDF5 converts the byte order in bounded strips
-            return out
-        fill = _fill_value(d.node.id.get_create_plist(), native)
-        zero = fill.tobytes() == bytes(fill.nbytes)  # not -0.0
-        out = np.zeros(d.shape, native) if zero else np.full(d.shape, fill, native)  # zeros: pages not yet touched
-        read_chunks(d, out, file_size)
-    return out
-
-
-def _fill_value(plist: Any, dtype: np.dtype[Any]) -> np.ndarray:
-    """What a chunk never written holds."""
-    from h5py import h5d
-
-    fill = np.zeros((), dtype)
-    if plist.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED:
-        plist.get_fill_value(fill)
-    return fill
 
 
 # ------------------------------------------------------------------------------------------------- variable-length text

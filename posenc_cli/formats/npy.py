@@ -44,24 +44,31 @@ nothing more. The sidecar is read like posenc metadata everywhere (:func:`parse_
 ``params`` of finite numbers, 64-bit integers, strings and booleans; its ``storage``, when given, must be the array's.
 The helpers here (:func:`read_header`, :func:`claim`, :func:`read_data`, :func:`read_array`, :func:`nbytes`) serve
 the ``.npz`` and ``.safetensors`` readers too.
+
+:func:`stream` (``posenc inspect`` and ``verify``) checks and claims the same, and allocates none of it: the array is
+a :class:`~posenc_cli.table.FileArray` that reads the values it is asked for at their offset in the file
+(:func:`array_at`, which the ``.safetensors`` and ``.h5`` readers use too), so the memory is a block of them. An
+array in ``fortran_order`` cannot be read in C-order parts of bounded size (one row is spread over the whole file):
+:func:`stream` reads it whole, as :func:`load` does.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, Protocol
 
 import numpy as np
 
 from .._version import __version__
 from ..dtypes import element_of, fixed_format
 from ..errors import FormatError
-from ..table import Param, Table
+from ..table import FileArray, Param, Table
 from ._blocks import raw_bytes, row_blocks
 from .limits import MAX_DIMS, MAX_METADATA, Budget, check_params, read_json
 from .options import WriteOptions
@@ -203,14 +210,21 @@ def nbytes(shape: Sequence[object], itemsize: int, what: str) -> int:
     return math.prod(dims) * itemsize
 
 
-def _read_exact(fp: IO[bytes], size: int, what: str) -> bytes:
+class Reader(Protocol):
+    """What the readers here read from: a file, a ZIP member (:mod:`~posenc_cli.formats.npz`), anything whose
+    ``read(n)`` gives the next ``n`` bytes (fewer only where the data ends)."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
+def _read_exact(fp: Reader, size: int, what: str) -> bytes:
     data = fp.read(size)
     if len(data) != size:
         raise FormatError(f"truncated .npy file: it ends inside the {what}")
     return data
 
 
-def read_header(fp: IO[bytes]) -> Header:
+def read_header(fp: Reader) -> Header:
     """Read and check an NPY preamble from ``fp`` (no seeking: ``fp`` may be a ZIP member); ``FormatError`` unless
     it is one posenc reads (see the module docstring). ``fp`` is left at the first byte of data."""
     magic = fp.read(6)
@@ -266,24 +280,50 @@ def _dtype(descr: object) -> np.dtype:
     raise FormatError(f"a .npy table must hold numbers ({READS}), this one holds dtype {name}")
 
 
-def read_array(fp: IO[bytes], shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.ndarray:
+def read_array(fp: Reader, shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.ndarray:
     """An array of ``shape`` and ``dtype`` filled from the next bytes of ``fp`` and returned in native byte order.
 
     The memory is allocated once and filled :data:`CHUNK` bytes at a time (claim it from the budget first);
     ``FormatError`` naming ``what`` when ``fp`` ends early.
     """
-    array = np.empty(shape, dtype)
-    flat = array.reshape(-1).view(np.uint8).data
+    return fill(np.empty(shape, dtype), fp.read, what)
+
+
+def fill(out: np.ndarray, read: Callable[[int], bytes], what: str) -> np.ndarray:
+    """``out`` (C-contiguous) filled from ``read(n)``, which returns at most ``n`` bytes, :data:`CHUNK` at a time,
+    then in native byte order; ``FormatError`` naming ``what`` when ``read`` ends early."""
+    flat = out.reshape(-1).view(np.uint8).data
     done = 0
     while done < len(flat):
-        piece = fp.read(min(CHUNK, len(flat) - done))
+        piece = read(min(CHUNK, len(flat) - done))
         if not piece:
             raise FormatError(f"truncated: {what} needs {len(flat)} bytes of data, found {done}")
         flat[done : done + len(piece)] = piece
         done += len(piece)
-    if not array.dtype.isnative:
-        array = array.byteswap(inplace=True).view(array.dtype.newbyteorder("="))
-    return array
+    if not out.dtype.isnative:
+        out = out.byteswap(inplace=True).view(out.dtype.newbyteorder("="))
+    return out
+
+
+def array_at(fp: IO[bytes], offset: int, shape: tuple[int, ...], dtype: np.dtype, what: str) -> FileArray:
+    """The C-order array of ``shape`` and ``dtype`` whose bytes start at byte ``offset`` of ``fp`` (a seekable file
+    whose size the caller has checked), as a :class:`~posenc_cli.table.FileArray`: each read seeks to the values it
+    wants and reads those, so several arrays (and h5py) may share ``fp``.
+
+    Examples
+    --------
+    >>> import io
+    >>> stored = array_at(io.BytesIO(b"xx" + np.arange(4, dtype=">i2").tobytes()), 2, (2, 2), np.dtype(">i2"), "a")
+    >>> stored.flat(1, 4).tolist(), stored.dtype.str == np.dtype("=i2").str
+    ([1, 2, 3], True)
+    """
+    itemsize = dtype.itemsize
+
+    def flat(start: int, stop: int) -> np.ndarray:
+        fp.seek(offset + start * itemsize)
+        return fill(np.empty(max(0, stop - start), dtype), fp.read, what)
+
+    return FileArray(shape, dtype.newbyteorder("="), flat)
 
 
 def claim(budget: Budget, head: Header, what: str) -> None:
@@ -294,7 +334,7 @@ def claim(budget: Budget, head: Header, what: str) -> None:
         budget.claim(head.nbytes, what)
 
 
-def read_data(fp: IO[bytes], head: Header, what: str) -> np.ndarray:
+def read_data(fp: Reader, head: Header, what: str) -> np.ndarray:
     """The array ``head`` declares, read from ``fp`` in C order (:func:`claim` its memory first)."""
     if head.fortran_order:
         return np.ascontiguousarray(read_array(fp, head.shape[::-1], head.dtype, what).T)
@@ -311,7 +351,34 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     >>> load(io.BytesIO(data)).array.tolist()
     [1.0, 1.0]
     """
-    budget = budget or Budget()
+    head, start = _checked(fp, budget or Budget())
+    return Table("array", {"pe": read_data(fp, head, "array 'pe'")})
+
+
+@contextlib.contextmanager
+def stream(fp: BinaryIO, budget: Budget | None = None) -> Iterator[Table]:
+    """The table of :func:`load`, checked and claimed as :func:`load` does, its array read from ``fp`` (which must
+    stay open) a block at a time as it is used: a :class:`~posenc_cli.table.FileArray` (read whole in
+    ``fortran_order``: see the module docstring).
+
+    Examples
+    --------
+    >>> import io
+    >>> data = header((2,), np.dtype("<f4")) + np.ones(2, "<f4").tobytes()
+    >>> with stream(io.BytesIO(data)) as table:
+    ...     table.array.flat(1, 2).tolist()
+    [1.0]
+    """
+    head, start = _checked(fp, budget or Budget())
+    if head.fortran_order or not head.shape:
+        yield Table("array", {"pe": read_data(fp, head, "array 'pe'")})
+        return
+    yield Table("array", {"pe": array_at(fp, start, head.shape, head.dtype, "array 'pe'")})
+
+
+def _checked(fp: BinaryIO, budget: Budget) -> tuple[Header, int]:
+    """The header of the .npy in ``fp``, checked against the file's size and claimed from ``budget``, and where
+    its data starts (``fp`` is left there)."""
     head = read_header(fp)
     start = fp.tell()
     have = fp.seek(0, 2) - start
@@ -321,4 +388,4 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
         raise FormatError(f"the .npy file has {have - head.nbytes} bytes after the {head.nbytes} its header declares")
     claim(budget, head, "array 'pe'")
     fp.seek(start)
-    return Table("array", {"pe": read_data(fp, head, "array 'pe'")})
+    return head, start

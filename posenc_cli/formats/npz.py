@@ -38,6 +38,13 @@ Round trip: arrays, dtypes, shapes, kind and parameters (array names as :func:`m
 The earlier layout, the record as a last member ``posenc.json`` (canonical JSON, two-space indent), is still read:
 an ``.npz`` written before keeps its parameters. posenc no longer writes it.
 
+:func:`stream` (``posenc inspect`` and ``verify``) checks and claims what :func:`load` does, as below, then reads each
+array as it is used: a :class:`~posenc_cli.table.FileArray` that inflates its member (or reads a stored one) from
+where it stands, a block at a time, so the memory is a block, never the declared size. Reading an array in order
+inflates its member once, and its end and CRC-32 are checked when its last value is read; a read behind the one
+before starts the member again. An array in ``fortran_order`` is read whole (see :mod:`~posenc_cli.formats.npy`).
+:func:`load` is :func:`stream` with every array read whole.
+
 Reading (the archive may be hostile):
 
 - the central directory, from the archive's end records (ZIP64 ones included), may list at most
@@ -49,6 +56,11 @@ Reading (the archive may be hostile):
   appears twice (which ``zipfile`` would resolve silently, last wins), is refused, never ignored;
 - members must be stored or deflated (what ``numpy.savez`` and ``savez_compressed`` write); encrypted members,
   patched data and every other method (deflate64, bzip2, lzma, ...) are refused;
+- a member's data is read by posenc from where its local header ends (once ``zipfile`` has checked that header),
+  never past the compressed size the directory gives it (which must lie inside the file), and must be exactly the
+  size the directory gives: inflating stops there, and a deflate stream that would give one byte more, ends before
+  it, leaves compressed bytes unread or stops inside its stream is refused, as is a stored member whose stored and
+  uncompressed sizes differ. The work is bounded by the table: the declared size, inflated once;
 - each ``.npy`` member is read like an ``.npy`` file (:mod:`posenc_cli.formats.npy`: versions, dtypes, shapes) and
   its size in the directory must be exactly its header plus the data the header declares. Every array's size is
   claimed from the read's :class:`~posenc_cli.formats.limits.Budget` before any data is read, then each member is
@@ -71,13 +83,13 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
-from typing import IO, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError
-from ..table import Param, Table
+from ..table import Array, FileArray, Param, Table
 from . import npy
 from ._blocks import raw_bytes, row_blocks
 from .identifiers import member_names
@@ -224,7 +236,115 @@ def _reading(name: str) -> Iterator[None]:
         raise FormatError(f"member {name!r} of the .npz is unreadable: {exc}") from None
 
 
-def _header(member: IO[bytes], info: zipfile.ZipInfo) -> npy.Header:
+#: The local file header (APPNOTE 4.3.7): signature, versions, flags, method, time, date, CRC, sizes, name and extra
+#: field lengths.
+_LOCAL = struct.Struct("<4s5H3L2H")
+#: Compressed bytes read from the archive at a time.
+_INPUT = 1 << 16
+
+
+class _Member:
+    """The uncompressed bytes of one member, read in order from the archive ``fp`` (shared: every read seeks) and
+    checked as the module docstring says; ``read(n)`` gives the next ``n`` (fewer only where the data ends)."""
+
+    def __init__(self, fp: BinaryIO, info: zipfile.ZipInfo, archive_size: int) -> None:
+        fp.seek(info.header_offset)
+        local = fp.read(_LOCAL.size)
+        if len(local) != _LOCAL.size or local[:4] != b"PK\x03\x04":
+            raise FormatError("its local header is missing or damaged")
+        name_length, extra_length = _LOCAL.unpack(local)[-2:]
+        self.fp, self.info = fp, info
+        self.start = info.header_offset + _LOCAL.size + name_length + extra_length
+        self.size = info.file_size
+        if self.start + info.compress_size > archive_size:
+            raise FormatError(
+                f"its {info.compress_size} compressed bytes at byte {self.start} run past the end of the archive "
+                f"({archive_size} bytes)"
+            )
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+            raise FormatError(
+                f"it is stored (not compressed) in {info.compress_size} bytes, and the directory gives it "
+                f"{info.file_size}"
+            )
+        self.restart()
+
+    def restart(self) -> None:
+        """Back to the member's first byte."""
+        self.position = 0  # uncompressed bytes given so far
+        self.taken = 0  # compressed bytes read so far
+        self.crc = 0
+        self.inflater = zlib.decompressobj(-zlib.MAX_WBITS) if self.info.compress_type == zipfile.ZIP_DEFLATED else None
+
+    def seek(self, position: int) -> None:
+        """Make ``position`` the next byte ``read`` gives: from the start again when it lies behind, else by
+        reading (and checking) the bytes before it."""
+        if position < self.position:
+            self.restart()
+        while self.position < position:
+            self.read(min(npy.CHUNK, position - self.position))
+
+    def read(self, n: int) -> bytes:
+        n = max(0, min(n, self.size - self.position))
+        data = self._inflate(n) if self.inflater is not None else self._input(n)
+        if len(data) < n:
+            raise FormatError(
+                f"its data ends after {self.position + len(data)} bytes, and the directory gives it {self.size}"
+            )
+        self.position += len(data)
+        self.crc = zlib.crc32(data, self.crc)
+        if self.position == self.size and n:
+            self._end()
+        return data
+
+    def _input(self, n: int) -> bytes:
+        """The next ``n`` compressed bytes (fewer where the member's compressed size ends)."""
+        n = min(n, self.info.compress_size - self.taken)
+        self.fp.seek(self.start + self.taken)
+        data = self.fp.read(n)
+        self.taken += len(data)
+        return data
+
+    def _inflate(self, n: int) -> bytes:
+        assert self.inflater is not None
+        pieces, got = [], 0
+        while got < n and not self.inflater.eof:
+            data = self.inflater.unconsumed_tail or self._input(_INPUT)
+            if not data:
+                break  # the compressed bytes end inside the stream: too short, said by read
+            piece = self._step(data, n - got)
+            pieces.append(piece)
+            got += len(piece)
+        return b"".join(pieces)
+
+    def _step(self, data: bytes, most: int) -> bytes:
+        """Up to ``most`` bytes inflated from ``data``; ``FormatError`` if zlib neither gives nor takes a byte."""
+        assert self.inflater is not None
+        piece = self.inflater.decompress(data, most)
+        if not piece and not self.inflater.eof and len(self.inflater.unconsumed_tail) == len(data):
+            raise FormatError("its deflate stream makes no progress")
+        return piece
+
+    def _end(self) -> None:
+        """At the last byte the directory gives: nothing may follow, the stream must end, the CRC-32 must match."""
+        if self.inflater is not None:
+            while not self.inflater.eof:
+                data = self.inflater.unconsumed_tail or self._input(_INPUT)
+                if not data:
+                    raise FormatError("its compressed data ends inside its deflate stream: it is truncated")
+                if self._step(data, 1):
+                    raise FormatError(
+                        f"it inflates past the {self.size} bytes the directory gives it: posenc reads exactly those"
+                    )
+            left = len(self.inflater.unused_data) + self.info.compress_size - self.taken
+            if left:
+                raise FormatError(f"it holds {left} compressed bytes after the end of its deflate stream")
+        if self.crc != self.info.CRC:
+            raise FormatError(
+                f"Bad CRC-32 of its data: {self.crc:08x}, where the directory records {self.info.CRC:08x}"
+            )
+
+
+def _header(member: _Member, info: zipfile.ZipInfo) -> npy.Header:
     """The member's NPY header, checked against the size the directory gives the member."""
     head = npy.read_header(member)
     declared = head.size + head.nbytes
@@ -236,23 +356,40 @@ def _header(member: IO[bytes], info: zipfile.ZipInfo) -> npy.Header:
     return head
 
 
-def _arrays(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], budget: Budget) -> dict[str, np.ndarray]:
-    """Every ``.npy`` member: all headers read and all sizes claimed, then the data read."""
-    with contextlib.ExitStack() as stack:
-        opened = []
-        for info in members:
-            key = info.filename[: -len(".npy")]
-            with _reading(info.filename):
-                member: IO[bytes] = stack.enter_context(archive.open(info))
-                head = _header(member, info)
-                npy.claim(budget, head, f"array {key!r}")
-            opened.append((info.filename, key, member, head))
-        arrays = {}
-        for name, key, member, head in opened:
-            with _reading(name):
-                arrays[key] = npy.read_data(member, head, f"array {key!r}")
-                member.read(1)  # at the member's end: zipfile checks its CRC
-        return arrays
+_Opened = tuple[str, str, _Member, npy.Header]
+
+
+def _opened(archive: zipfile.ZipFile, fp: BinaryIO, members: list[zipfile.ZipInfo], budget: Budget) -> list[_Opened]:
+    """Every ``.npy`` member as ``(member name, key, member, header)``: all headers read, all sizes claimed, no
+    data read yet."""
+    size = fp.seek(0, 2)
+    opened = []
+    for info in members:
+        key = info.filename[: -len(".npy")]
+        with _reading(info.filename):
+            with archive.open(info):  # zipfile's own checks of the local header (its name, its flags)
+                pass
+            member = _Member(fp, info, size)
+            head = _header(member, info)
+            npy.claim(budget, head, f"array {key!r}")
+        opened.append((info.filename, key, member, head))
+    return opened
+
+
+def _stored(name: str, key: str, member: _Member, head: npy.Header) -> Array:
+    """The array of ``member`` read as it is used (read whole when it cannot be: see the module docstring)."""
+    what = f"array {key!r}"
+    if head.fortran_order or not head.shape:
+        with _reading(name):
+            return npy.read_data(member, head, what)
+    itemsize = head.dtype.itemsize
+
+    def flat(start: int, stop: int) -> np.ndarray:
+        with _reading(name):
+            member.seek(head.size + start * itemsize)
+            return npy.fill(np.empty(max(0, stop - start), head.dtype), member.read, what)
+
+    return FileArray(head.shape, head.dtype.newbyteorder("="), flat)
 
 
 def _meta(archive: zipfile.ZipFile, metas: list[zipfile.ZipInfo]) -> tuple[str, dict[str, Param]]:
@@ -279,7 +416,7 @@ def _meta(archive: zipfile.ZipFile, metas: list[zipfile.ZipInfo]) -> tuple[str, 
 
 def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     """Read every ``.npy`` member (never unpickling) and the parameters; ``FormatError`` when it is not an .npz
-    posenc reads (see the module docstring).
+    posenc reads (see the module docstring). The arrays are those of :func:`stream`, each read whole.
 
     Examples
     --------
@@ -289,12 +426,30 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     >>> list(load(buffer).arrays)
     ['x']
     """
+    with stream(fp, budget) as table:
+        return Table(table.kind, {key: np.asarray(array) for key, array in table.arrays.items()}, table.params)
+
+
+@contextlib.contextmanager
+def stream(fp: BinaryIO, budget: Budget | None = None) -> Iterator[Table]:
+    """The table of the .npz in ``fp``, every member checked and every array's size claimed, each array read from
+    its member as it is used (``fp`` must stay open: see the module docstring).
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"x": np.arange(3.0)}), buffer, WriteOptions())
+    >>> with stream(buffer) as table:
+    ...     table.arrays["x"].flat(1, 3).tolist()
+    [1.0, 2.0]
+    """
     budget = budget or Budget()
     with _open(fp) as archive:
         members = archive.infolist()
         _check_members(members)
-        arrays = _arrays(archive, [info for info in members if info.filename != META], budget)
+        opened = _opened(archive, fp, [info for info in members if info.filename != META], budget)
         kind, params = _meta(archive, [info for info in members if info.filename == META])
-    if not arrays:
+    if not opened:
         raise FormatError("the .npz holds no .npy member")
-    return Table(kind, arrays, params)
+    yield Table(kind, {key: _stored(name, key, member, head) for name, key, member, head in opened}, params)

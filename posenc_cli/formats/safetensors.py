@@ -53,7 +53,9 @@ refuses with ``FormatError``:
 
 The tensors' sizes (shape times item size, Python integers; three times that for a widened ``BF16`` tensor) are
 claimed from the read's :class:`~posenc_cli.formats.limits.Budget` before any data is read; each tensor is then read
-in pieces into memory allocated once (:func:`~posenc_cli.formats.npy.read_array`).
+in pieces into memory allocated once (:func:`~posenc_cli.formats.npy.read_array`). :func:`stream` (``posenc
+inspect`` and ``verify``) checks and claims the same and reads each tensor at its offset as it is used
+(:func:`~posenc_cli.formats.npy.array_at`; a widened one widened a block at a time), so the memory is a block.
 
 Writing, names: tensor keys are written as they are (the ASCII-only JSON escapes every control and non-ASCII
 character). A key is a JSON string naming a tensor, never a path: unlike an ``.npz`` member nobody extracts it to a
@@ -63,15 +65,17 @@ break what the file is for. Only ``__metadata__`` is refused, the format reserve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError
-from ..table import Array, Param, Table
+from ..table import Array, FileArray, Param, Table
 from . import npy
 from ._blocks import raw_bytes, row_blocks
 from .limits import (
@@ -296,6 +300,25 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     >>> load(buffer).arrays["x"].tolist()
     [0.0, 1.0, 2.0]
     """
+    with stream(fp, budget) as table:
+        return Table(table.kind, {key: np.asarray(array) for key, array in table.arrays.items()}, table.params)
+
+
+@contextlib.contextmanager
+def stream(fp: BinaryIO, budget: Budget | None = None) -> Iterator[Table]:
+    """The table of :func:`load`, checked and claimed as :func:`load` does, each tensor read at its offset in
+    ``fp`` (which must stay open) as it is used.
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"x": np.arange(3.0)}), buffer, WriteOptions())
+    >>> _ = buffer.seek(0)
+    >>> with stream(buffer) as table:
+    ...     table.arrays["x"].flat(2, 3).tolist()
+    [2.0]
+    """
     budget = budget or Budget()
     start = fp.tell()
     size = fp.seek(0, 2) - start
@@ -309,12 +332,25 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     widened = {key for _, _, key, _, name in tensors if name == "BF16" and not bfloat16}
     for begin, end, key, _, _ in tensors:
         budget.claim((end - begin) * (3 if key in widened else 1), f"tensor {key!r}")
-    arrays: dict[str, np.ndarray] = {}
-    for _, _, key, shape, name in tensors:
-        array = npy.read_array(fp, shape, DTYPES[name], f"tensor {key!r}")
-        arrays[key] = _widened(array) if key in widened else array
+    arrays: dict[str, Array] = {}
+    for begin, _, key, shape, name in tensors:
+        what = f"tensor {key!r}"
+        if not shape:
+            fp.seek(start + 8 + length + begin)
+            array: Array = npy.read_array(fp, shape, DTYPES[name], what)
+        else:
+            array = npy.array_at(fp, start + 8 + length + begin, shape, DTYPES[name], what)
+        arrays[key] = _widening(array) if key in widened else array
     kind, params = found if found is not None else ("array", {})
-    return Table(kind, arrays, params)
+    yield Table(kind, arrays, params)
+
+
+def _widening(bits: Array) -> Array:
+    """A ``BF16`` tensor as float32 (:func:`_widened`), a block at a time when it is read so."""
+    if isinstance(bits, FileArray):
+        read = bits.flat
+        return FileArray(bits.shape, np.float32, lambda lo, hi: _widened(read(lo, hi)))
+    return _widened(np.asarray(bits))
 
 
 def names(fp: BinaryIO) -> list[str]:
