@@ -304,7 +304,7 @@ def test_verify_hashes_a_gathered_bias_in_blocks(tmp_path, small_blocks):
     key = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
     safetensors.numpy.save_file({key: weights}, str(tmp_path / "model.safetensors"))
     out = tmp_path / "bias.npz"
-    made = run("relative", "--scheme", "t5", "-q", 9, "--bias", tmp_path / "model.safetensors", "--key", key, "-o", out)
+    made = run("relative", "--scheme", "t5", "-Q", 9, "--bias", tmp_path / "model.safetensors", "--key", key, "-o", out)
     assert made.exit_code == 0 and run("verify", out).exit_code == 0, made.output
     with np.load(out) as z:
         arrays = {k: z[k] for k in z.files if k != "posenc.json"}
