@@ -372,7 +372,7 @@ def identify_time(report: Report, repeat: int, scratch: Path) -> None:
     that bound whatever the values. Then the files of #25's time bombs: a .safetensors of 2000 zero tensors (read
     one at a time), and the 16 KB .npz of 5041 x 832 zeros that kept ``posenc inspect`` busy for 71 s."""
     from posenc_cli.identification import Identifier, identify, identify_array
-    from posenc_cli.read import load, names
+    from posenc_cli.read import load_each, names
 
     pos = np.arange(SEQ, dtype=np.float32)[:, None]
     div = np.exp(np.arange(0, D, 2, dtype=np.float32) * np.float32(-np.log(10000.0) / D))
@@ -414,8 +414,8 @@ def identify_time(report: Report, repeat: int, scratch: Path) -> None:
         "",
         verdict(seconds <= 10, "within seconds (<= 10 s)"),
     )
-    reading = once(lambda: [load(many, part=name) for name in names(many) or []])
-    report.add("  of which reading the tensors one at a time (read.load)", f"{reading:.2f} s")
+    reading = once(lambda: list(load_each(many, names(many) or [])))
+    report.add("  reading the tensors alone, one at a time (read.load_each)", f"{reading:.2f} s")
     bomb = scratch / "zeros5041.npz"
     np.savez_compressed(bomb, pe=np.zeros((5041, 832), np.float32))
     inspect = [sys.executable, "-m", "posenc_cli", "inspect", str(bomb)]

@@ -436,6 +436,41 @@ WINDOW_PARAMS: tuple[Param, ...] = (
     *BIAS_PARAMS,
 )
 
+#: What each kind's tables record, and the type each reads back as.
+# fmt: off
+_GENERATE_RECORDED: dict[str, ValueType] = {
+    "seq_len": ranges.SEQ_LEN, "d_model": ranges.D_MODEL, "base": ranges.BASE, **_QUANTISATION, "preset": TEXT,
+    "layout": TEXT, "freq": TEXT, "freq_shift": ranges.FREQ_SHIFT, "min_timescale": ranges.MIN_TIMESCALE,
+    "odd": TEXT, "start": ranges.START, "step": ranges.STEP, "padding_idx": ranges.PADDING_ROW,
+    "amplitude": ranges.AMPLITUDE,
+}
+_ROPE_RECORDED: dict[str, ValueType] = {
+    "seq_len": ranges.SEQ_LEN, "head_dim": ranges.HEAD_DIM, "theta": ranges.THETA, "layout": TEXT, "scaling": TEXT,
+    **_QUANTISATION, "attention_scaling": NUMBER, "attention_scaling_folded": BOOLEAN, "dynamic_base": NUMBER,
+    "factor": ranges.FACTOR, "original_max_positions": ranges.POSITIONS, "max_positions": ranges.POSITIONS,
+    "low_freq_factor": ranges.FREQ_FACTOR, "high_freq_factor": ranges.FREQ_FACTOR, "beta_fast": ranges.BETA,
+    "beta_slow": ranges.BETA, "truncate": BOOLEAN, "mscale": ranges.MSCALE, "mscale_all_dim": ranges.MSCALE,
+    "attention_factor": ranges.ATTENTION_FACTOR, "short_factor": ranges.LONGROPE_FACTORS,
+    "long_factor": ranges.LONGROPE_FACTORS, "rotary_dim": ranges.ROTARY_DIM, "position_ids_sha256": TEXT,
+    "positions_reach": INTEGER, "mrope_section": ranges.MROPE_SECTION, "mrope_interleaved": BOOLEAN,
+    "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT,
+}
+_SINCOS2D_RECORDED: dict[str, ValueType] = {
+    "grid_height": ranges.GRID_SIDE, "grid_width": ranges.GRID_SIDE, "d_model": ranges.D_MODEL, "cls_token": BOOLEAN,
+    "base": ranges.BASE, **_QUANTISATION, "layout": TEXT,
+}
+_RELATIVE_RECORDED: dict[str, ValueType] = {
+    "scheme": TEXT, "query_length": ranges.LENGTH, "key_length": ranges.LENGTH, "offset": ranges.OFFSET,
+    "buckets": ranges.BUCKETS, "max_distance": ranges.MAX_DISTANCE, "causal": BOOLEAN, "dtype": TEXT,
+    "bias_key": TEXT, "bias_heads": INTEGER, "bias_sha256": TEXT,
+}
+_WINDOW_RECORDED: dict[str, ValueType] = {
+    "scheme": TEXT, "window_height": ranges.WINDOW_SIDE, "window_width": ranges.WINDOW_SIDE,
+    "pretrained_height": ranges.PRETRAINED_SIDE, "pretrained_width": ranges.PRETRAINED_SIDE, "dtype": TEXT,
+    "bias_key": TEXT, "bias_heads": INTEGER, "bias_sha256": TEXT,
+}
+# fmt: on
+
 #: Every table kind, by its command name, in the order ``posenc --help`` and the docs list them.
 KINDS: dict[str, Kind] = {
     "generate": Kind(
@@ -446,22 +481,7 @@ KINDS: dict[str, Kind] = {
         params=GENERATE_PARAMS,
         maker="generate",
         lazy=True,
-        recorded={
-            "seq_len": ranges.SEQ_LEN,
-            "d_model": ranges.D_MODEL,
-            "base": ranges.BASE,
-            **_QUANTISATION,
-            "preset": TEXT,
-            "layout": TEXT,
-            "freq": TEXT,
-            "freq_shift": ranges.FREQ_SHIFT,
-            "min_timescale": ranges.MIN_TIMESCALE,
-            "odd": TEXT,
-            "start": ranges.START,
-            "step": ranges.STEP,
-            "padding_idx": ranges.PADDING_ROW,
-            "amplitude": ranges.AMPLITUDE,
-        },  # fmt: skip
+        recorded=_GENERATE_RECORDED,
         from_record=_sinusoidal_from_record,
         work=lambda p: 0,
     ),
@@ -473,38 +493,7 @@ KINDS: dict[str, Kind] = {
         params=ROPE_PARAMS,
         maker="rope",
         lazy=True,
-        recorded={
-            "seq_len": ranges.SEQ_LEN,
-            "head_dim": ranges.HEAD_DIM,
-            "theta": ranges.THETA,
-            "layout": TEXT,
-            "scaling": TEXT,
-            **_QUANTISATION,
-            "attention_scaling": NUMBER,
-            "attention_scaling_folded": BOOLEAN,
-            "dynamic_base": NUMBER,
-            "factor": ranges.FACTOR,
-            "original_max_positions": ranges.POSITIONS,
-            "max_positions": ranges.POSITIONS,
-            "low_freq_factor": ranges.FREQ_FACTOR,
-            "high_freq_factor": ranges.FREQ_FACTOR,
-            "beta_fast": ranges.BETA,
-            "beta_slow": ranges.BETA,
-            "truncate": BOOLEAN,
-            "mscale": ranges.MSCALE,
-            "mscale_all_dim": ranges.MSCALE,
-            "attention_factor": ranges.ATTENTION_FACTOR,
-            "short_factor": ranges.LONGROPE_FACTORS,
-            "long_factor": ranges.LONGROPE_FACTORS,
-            "rotary_dim": ranges.ROTARY_DIM,
-            "position_ids_sha256": TEXT,
-            "positions_reach": INTEGER,
-            "mrope_section": ranges.MROPE_SECTION,
-            "mrope_interleaved": BOOLEAN,
-            "longrope_pair": BOOLEAN,
-            "config_fields": TEXT,
-            "layer_type": TEXT,
-        },  # fmt: skip
+        recorded=_ROPE_RECORDED,
         recorded_as={
             "attention_scaling": ("attention_scaling_folded",),
             "position_ids": ("position_ids_sha256",),
@@ -534,15 +523,7 @@ KINDS: dict[str, Kind] = {
         params=SINCOS2D_PARAMS,
         maker="sincos2d",
         lazy=False,
-        recorded={
-            "grid_height": ranges.GRID_SIDE,
-            "grid_width": ranges.GRID_SIDE,
-            "d_model": ranges.D_MODEL,
-            "cls_token": BOOLEAN,
-            "base": ranges.BASE,
-            **_QUANTISATION,
-            "layout": TEXT,
-        },  # fmt: skip
+        recorded=_SINCOS2D_RECORDED,
         recorded_as={"grid": ("grid_height", "grid_width")},
         from_record=_sincos2d_from_record,
         work=_sincos2d_work,
@@ -555,19 +536,7 @@ KINDS: dict[str, Kind] = {
         params=RELATIVE_PARAMS,
         maker="relative",
         lazy=False,
-        recorded={
-            "scheme": TEXT,
-            "query_length": ranges.LENGTH,
-            "key_length": ranges.LENGTH,
-            "offset": ranges.OFFSET,
-            "buckets": ranges.BUCKETS,
-            "max_distance": ranges.MAX_DISTANCE,
-            "causal": BOOLEAN,
-            "dtype": TEXT,
-            "bias_key": TEXT,
-            "bias_heads": INTEGER,
-            "bias_sha256": TEXT,
-        },  # fmt: skip
+        recorded=_RELATIVE_RECORDED,
         recorded_as=_BIAS_RECORDED,
         from_record=_same_names(
             ("scheme", "query_length", "key_length", "offset", "buckets", "max_distance", "causal", "dtype")
@@ -586,17 +555,7 @@ KINDS: dict[str, Kind] = {
         params=WINDOW_PARAMS,
         maker="window",
         lazy=False,
-        recorded={
-            "scheme": TEXT,
-            "window_height": ranges.WINDOW_SIDE,
-            "window_width": ranges.WINDOW_SIDE,
-            "pretrained_height": ranges.PRETRAINED_SIDE,
-            "pretrained_width": ranges.PRETRAINED_SIDE,
-            "dtype": TEXT,
-            "bias_key": TEXT,
-            "bias_heads": INTEGER,
-            "bias_sha256": TEXT,
-        },  # fmt: skip
+        recorded=_WINDOW_RECORDED,
         recorded_as={
             "window": ("window_height", "window_width"),
             "pretrained_window": ("pretrained_height", "pretrained_width"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Union
 
@@ -26,7 +26,7 @@ from .table import Array, FileArray, Table
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["PathLike", "existing", "load", "names", "open_regular", "opened"]
+__all__ = ["PathLike", "existing", "load", "load_each", "names", "open_regular", "opened"]
 
 
 def load(path: PathLike, *, format: str | None = None, max_memory: int | None = None, part: str | None = None) -> Table:
@@ -51,15 +51,50 @@ def load(path: PathLike, *, format: str | None = None, max_memory: int | None = 
     path = Path(os.fspath(path))
     fmt, read = _readable(path, format)
     budget = Budget(max_memory)
-    if part is not None and fmt.load_part is not None:  # one tensor of a checkpoint: nothing else is read
+    if part is not None and fmt.load_parts is not None:  # one tensor of a checkpoint: nothing else is read
         with _naming(path), open_regular(path) as fp:
-            return _check_codes(fmt.load_part(fp, budget, part))
+            _, got = next(fmt.load_parts(fp, [part], lambda: budget))
+            if isinstance(got, FormatError):
+                raise got
+            return _check_codes(got)
     with _naming(path):
         with open_regular(path) as fp:
             table = read(fp, budget)
     table = _with_companion(fmt, path, table, budget)
     with _naming(path):
         return _check_codes(table)
+
+
+def load_each(
+    path: PathLike, keys: Iterable[str], *, format: str | None = None, max_memory: int | None = None
+) -> Iterator[tuple[str, Table | FormatError]]:
+    """Each array of ``keys`` alone, as :func:`load` with ``part=key`` reads it, each within its own ``max_memory``:
+    ``(key, table)``, or ``(key, error)`` (a ``FormatError`` naming the file) for one that cannot be read, so that
+    a walk over a checkpoint's tensors (``posenc identify``) goes on past it. A format that reads one array alone
+    (``.safetensors``) reads its header once for all of them, so the walk costs what the arrays cost, never the
+    square of their count; any other format is read whole, once, and each key taken from it.
+    """
+    path = Path(os.fspath(path))
+    fmt, _ = _readable(path, format)
+    if fmt.load_parts is None:
+        try:
+            table = load(path, format=fmt.name, max_memory=max_memory)
+        except FormatError as exc:
+            for key in keys:
+                yield key, exc
+            return
+        for key in keys:
+            found = table.arrays.get(key)
+            yield key, FormatError(f"{str(path)!r}: no array {key!r}") if found is None else table.part(key)
+        return
+    with _naming(path), open_regular(path) as fp:
+        for key, got in fmt.load_parts(fp, keys, lambda: Budget(max_memory)):
+            try:
+                if isinstance(got, FormatError):
+                    raise got
+                yield key, _check_codes(got)
+            except FormatError as exc:
+                yield key, FormatError(f"{str(path)!r}: {exc}")
 
 
 @contextlib.contextmanager

@@ -152,6 +152,25 @@ def test_a_checkpoint_of_many_zero_tensors_costs_no_reading(tmp_path: Path, coun
     assert counted.total == 0
 
 
+def test_a_checkpoint_of_2000_zero_tensors_reads_its_header_twice_not_per_tensor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: Counted
+) -> None:
+    """The issue's 2000-tensor .safetensors of zeros: reading each tensor alone used to parse the whole header again
+    (the walk cost the square of the count). Now the header is read once to list the tensors and once to read them,
+    and every tensor is answered as constant without a search."""
+    from posenc_cli.formats import safetensors as st
+
+    path = tmp_path / "zeros.safetensors"
+    safetensors.numpy.save_file({f"layer.{i}.zero": np.zeros((4, 8), np.float32) for i in range(2000)}, path)
+    parsed = []
+    real = st._read_header
+    monkeypatch.setattr(st, "_read_header", lambda *args: parsed.append(1) or real(*args))
+    result = identify(path)
+    assert len(result.tensors) == 2000 and result.match is None
+    assert all(t.note is not None and t.note.endswith(ZERO_NOTE) for t in result.tensors)
+    assert len(parsed) == 2 and counted.total == 0
+
+
 def test_the_tensors_of_one_file_share_one_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: Counted
 ) -> None:

@@ -24,17 +24,20 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
-from ..errors import SpecError
+from ..errors import FormatError, SpecError
 from ..table import Table
 from ._suffixes import CXX, CXX_HEADERS, CXX_SOURCES, HEADER_OF
 from .limits import Budget
 from .options import WriteOptions
+
+#: ``load_parts(fp, keys, budget)``: :attr:`Format.load_parts`.
+LoadParts = Callable[[BinaryIO, Iterable[str], Callable[[], Budget]], Iterator[tuple[str, "Table | FormatError"]]]
 
 __all__ = [
     "C_OPTIONS",
@@ -111,10 +114,11 @@ class Format:
     #: takes; any other, given with a value other than its default, is refused (:func:`check_options`).
     options: frozenset[str] = frozenset()
     aliases: tuple[str, ...] = ()
-    #: ``load_part(fp, budget, key)``: the one array ``key`` of a file that may hold many more than posenc reads
-    #: whole (a model's checkpoint), reading no other array; ``None`` where the format has no such read.
-    load_part: Callable[[BinaryIO, Budget, str], Table] | None = None
-    #: ``names(fp)``: the keys of every array of such a file, reading no data (with ``load_part``).
+    #: ``load_parts(fp, keys, budget)``: each array of ``keys``, alone, of a file that may hold many more than posenc
+    #: reads whole (a model's checkpoint), reading no other array and its header once: ``(key, table or error)``
+    #: in turn, each claimed from its own ``budget()``; ``None`` where the format has no such read.
+    load_parts: LoadParts | None = None
+    #: ``names(fp)``: the keys of every array of such a file, reading no data (with ``load_parts``).
     names: Callable[[BinaryIO], list[str]] | None = None
     #: ``stream(fp, budget)``: a context in which the table of ``fp`` (checked and claimed as ``load`` checks and
     #: claims it) reads its arrays from ``fp`` a block at a time as they are used
@@ -169,7 +173,7 @@ FORMATS: dict[str, Format] = {
         _lazy("safetensors", "dump"),
         _lazy("safetensors", "load"),
         stream=_lazy("safetensors", "stream"),
-        load_part=_lazy("safetensors", "load_part"),
+        load_parts=_lazy("safetensors", "load_parts"),
         names=_lazy("safetensors", "names"),
     ),
     "h5": Format(

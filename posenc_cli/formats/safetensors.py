@@ -68,7 +68,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -381,20 +382,62 @@ def load_part(fp: BinaryIO, budget: Budget | None, key: str) -> Table:
     >>> list(load_part(buffer, None, "b").arrays)
     ['b']
     """
-    budget = budget or Budget()
-    start = fp.tell()
-    size = fp.seek(0, 2) - start
-    fp.seek(start)
-    length, header = _read_header(fp, size, MAX_LISTED)
-    found = _posenc_meta(header.pop(METADATA, None))
-    tensors = {entry[2]: entry for entry in _entries(header, size - 8 - length, MAX_LISTED)}
-    if key not in tensors:
-        raise MissingTensor(key, list(tensors))
-    begin, end, _, shape, name = tensors[key]
+    return _tensor(fp, _Listing.read(fp), key, budget or Budget())
+
+
+def load_parts(
+    fp: BinaryIO, keys: Iterable[str], budget: Callable[[], Budget]
+) -> Iterator[tuple[str, Table | FormatError]]:
+    """Each tensor of ``keys``, in turn, as :func:`load_part` reads it, the header read and checked once (a
+    checkpoint of thousands of tensors costs one parse, not one per tensor): ``(key, table)``, or ``(key, error)``
+    for a tensor that cannot be read (missing, over its budget), so that one bad tensor does not end the walk.
+    ``budget()`` gives each tensor its own budget (a tensor is claimed, read, and let go before the next).
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> dump(Table("array", {"a": np.arange(3.0), "b": np.ones(2, np.float32)}), buffer, WriteOptions())
+    >>> _ = buffer.seek(0)
+    >>> [(key, type(got).__name__) for key, got in load_parts(buffer, ["b", "c"], Budget)]
+    [('b', 'Table'), ('c', 'MissingTensor')]
+    """
+    listing = _Listing.read(fp)
+    for key in keys:
+        try:
+            yield key, _tensor(fp, listing, key, budget())
+        except FormatError as exc:
+            yield key, exc
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """A checkpoint's header, read and checked: where the data starts, posenc's record and every tensor's entry."""
+
+    data: int
+    found: tuple[str, dict[str, Param]] | None
+    tensors: dict[str, Entry]
+
+    @classmethod
+    def read(cls, fp: BinaryIO) -> _Listing:
+        start = fp.tell()
+        size = fp.seek(0, 2) - start
+        fp.seek(start)
+        length, header = _read_header(fp, size, MAX_LISTED)
+        found = _posenc_meta(header.pop(METADATA, None))
+        tensors = {entry[2]: entry for entry in _entries(header, size - 8 - length, MAX_LISTED)}
+        return cls(start + 8 + length, found, tensors)
+
+
+def _tensor(fp: BinaryIO, listing: _Listing, key: str, budget: Budget) -> Table:
+    if key not in listing.tensors:
+        raise MissingTensor(key, list(listing.tensors))
+    begin, end, _, shape, name = listing.tensors[key]
+    found = listing.found
     bfloat16 = found is not None and found[1].get("dtype") == "bfloat16"
     widen = name == "BF16" and not bfloat16
     budget.claim((end - begin) * (3 if widen else 1), f"tensor {key!r}")
-    fp.seek(start + 8 + length + begin)
+    fp.seek(listing.data + begin)
     array = npy.read_array(fp, shape, DTYPES[name], f"tensor {key!r}")
     kind, params = found if found is not None else ("array", {})
     return Table(kind, {key: _widened(array) if widen else array}, params)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..dtypes import decode
 from ..errors import FormatError, SpecError
-from ..read import PathLike, load, names
+from ..read import PathLike, load, load_each, names
 from ..table import RowSource
 from ._report import Candidate, Identification, TensorResult
 from ._search import WHOLES, WORK_FLOOR, WORK_PER_ENTRY, Work, search
@@ -128,14 +128,13 @@ MAX_TRIED_BYTES = 1 << 28
 
 
 def _each_listed(path: str, listed: list[str], max_memory: int | None) -> Iterator[TensorResult]:
-    """Each array of a file that lists them, read alone within :data:`MAX_TRIED_BYTES`."""
+    """Each array of a file that lists them, read alone within :data:`MAX_TRIED_BYTES` (the file's header read
+    once for all of them: :func:`~posenc_cli.read.load_each`)."""
     cap = MAX_TRIED_BYTES if max_memory is None else min(max_memory, MAX_TRIED_BYTES)
     identifier = Identifier()
-    for name in listed:
-        try:
-            table = load(path, max_memory=cap, part=name)
-        except FormatError as exc:  # over the cap, or an array posenc cannot read: said, not tried
-            yield TensorResult(name, (), "unread", None, (), f"not tried: {exc}")
+    for name, table in load_each(path, listed, max_memory=cap):
+        if isinstance(table, FormatError):  # over the cap, or an array posenc cannot read: said, not tried
+            yield TensorResult(name, (), "unread", None, (), f"not tried: {table}")
             continue
         stored = stored_values(table.arrays[name], table.params)
         if stored.size <= MAX_TRIED_ENTRIES and _squeezed(stored) is not None:
