@@ -45,6 +45,7 @@ from .formats import (
     infer,
     written_by_posenc,
 )
+from .formats.limits import check_param
 from .formats.options import check_name, name_from_path
 from .make import alibi, convert, generate, sincos2d
 from .read import PathLike, load, open_regular
@@ -216,6 +217,7 @@ def save(
     """
     if not isinstance(table, Table):
         table = Table.from_array(np.asarray(table))
+    _check_recordable(table)
     if part is not None:
         try:
             table = table.part(part)
@@ -289,6 +291,17 @@ def save(
     with _atomic.atomic_outputs(out.paths) as outputs:
         dump(outputs)
     return list(out.paths)
+
+
+def _check_recordable(table: Table) -> None:
+    """``FormatError`` for a parameter no format can record, before anything is written: what every reader refuses
+    (:func:`~posenc_cli.formats.limits.check_param`: NaN, infinity, an integer past 64 bits, a value that is not a
+    number, string or boolean) is never written, by any format (a table made in Python can hold anything)."""
+    for key, value in table.params.items():
+        try:
+            check_param(value, f"the table's parameter {key[:60]!r}")
+        except FormatError as exc:
+            raise FormatError(f"{exc}: no format posenc writes records it, so the table cannot be saved") from None
 
 
 def c_write_options(out: Output, given: Mapping[str, object], *, header: bool = True) -> dict[str, object]:

@@ -266,9 +266,13 @@ def test_a_record_past_65535_bytes_is_refused_before_writing(tmp_path):
     assert "write .safetensors" in lines[0] and not out.exists()
 
 
-def test_a_nan_parameter_is_one_line_not_an_internal_error(tmp_path):
-    with pytest.raises(FormatError, match="holds no NaN or infinity"):
-        posenc_cli.save(Table("array", {"x": np.ones(2)}, {"base": float("nan")}), tmp_path / "nan.npz")
+@pytest.mark.parametrize("suffix", [".npz", ".h", ".c", ".h5", ".mem", ".safetensors", ".npy"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**70])
+def test_a_parameter_no_reader_takes_is_never_written(tmp_path, suffix, value):
+    """Every reader refuses NaN, infinity and integers past 64 bits in a record; no writer writes one (the C
+    writer did, and its reader then refused the file)."""
+    with pytest.raises(FormatError, match="no format posenc writes records it"):
+        posenc_cli.save(Table("array", {"x": np.ones((2, 2))}, {"base": value}), tmp_path / f"bad{suffix}")
     assert list(tmp_path.iterdir()) == []
 
 
