@@ -172,6 +172,18 @@ def test_formats_never_import_encodings_or_anything_above_them():
             assert not target.startswith(above), f"{name}:{line} imports {target}"
 
 
+def test_the_system_layer_stands_on_errors_alone():
+    """system/ (atomic replace, signals, available memory and disk, opening a regular file) knows no table, kind or
+    format: it imports nothing of posenc but errors, so every layer above (formats for the memory a read may take,
+    the API and the CLI for outputs) can use it without a circle."""
+    for name in MODULES:
+        if name.startswith("posenc_cli.system"):
+            for target, _, line in imports(name):
+                assert target == "posenc_cli.errors" or target.startswith("posenc_cli.system"), (
+                    f"{name}:{line} imports {target}"
+                )
+
+
 def test_encodings_are_pure_math():
     allowed = ("posenc_cli.encodings", "posenc_cli.dtypes", "posenc_cli.errors", "posenc_cli.table")
     for name in MODULES:

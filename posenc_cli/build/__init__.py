@@ -21,10 +21,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Union
 
-from .. import _atomic, api
+from .. import api
 from ..dtypes import element_of
 from ..errors import SpecError
 from ..formats import C_OPTIONS
+from ..system import atomic
 from ..table import Table
 from .depfile import check_build_names, check_depfile, depfile_text, write_depfile
 from .manifest import (
@@ -123,7 +124,7 @@ def _write_one(entry: Entry, table: Table, check: bool, force: bool) -> tuple[Fi
         changed = set(api.save(table, entry.path, command=entry.command_line, check=True, **options))
         files = tuple(_checked_file(p, p in changed) for p in _files_of(entry.plan, table))
     else:
-        before = {p: _atomic.identity(p) for p in entry.plan.paths}
+        before = {p: atomic.identity(p) for p in entry.plan.paths}
         written = api.save(table, entry.path, command=entry.command_line, **options)
         files = tuple(_written_file(p, before.get(p)) for p in written)
     return files
@@ -138,13 +139,13 @@ def _files_of(plan: api.Output, table: Table) -> tuple[Path, ...]:
 
 
 def _written_file(path: Path, before: tuple[int, ...] | None) -> FileReport:
-    status = "unchanged" if before is not None and before == _atomic.identity(path) else "written"
+    status = "unchanged" if before is not None and before == atomic.identity(path) else "written"
     return FileReport(path, status, *_size_and_sha256(path))
 
 
 def _checked_file(path: Path, changed: bool) -> FileReport:
     if changed:
-        return FileReport(path, "outdated" if _atomic.identity(path) else "missing", None, None)
+        return FileReport(path, "outdated" if atomic.identity(path) else "missing", None, None)
     return FileReport(path, "unchanged", *_size_and_sha256(path))
 
 

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Union
 
-from .. import _atomic
 from ..errors import SpecError
+from ..system import atomic
 from .manifest import Entry, Manifest, check_inside
 from .names import ALLOWED, name_problem
 from .report import BuildReport
@@ -118,7 +118,7 @@ def write_depfile(
     depfile is left untouched."""
     text = depfile_text(report, manifest, stamp=stamp)
     target = Path(os.fspath(path))
-    with _atomic.atomic_outputs([target]) as (fp,):
+    with atomic.atomic_outputs([target]) as (fp,):
         fp.write(os.fsencode(text))
     return target
 

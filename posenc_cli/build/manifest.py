@@ -69,13 +69,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from .. import _atomic, api
+from .. import api
 from ..errors import OutputError, PosencError, PosencWarning, SpecError
 from ..formats import C_OPTIONS
 from ..formats.limits import MAX_NESTING
 from ..kinds import KINDS
 from ..model_config import config_file
 from ..params import Param, Wrong, command_line, show
+from ..system import atomic
 from ..table import Table
 
 if sys.version_info >= (3, 11):
@@ -264,7 +265,7 @@ def prepare(manifest: Manifest, *, make_dirs: bool = False) -> None:
     for entry in manifest.entries:
         with about(entry.where(label)):
             for file in entry.plan.paths:
-                _atomic.check_writable(file)
+                atomic.check_writable(file)
 
 
 def check_inside(root: Path, file: Path, what: str, *, param: str = "manifest") -> None:

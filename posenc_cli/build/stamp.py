@@ -19,9 +19,9 @@ import os
 from pathlib import Path
 from typing import Union
 
-from .. import _atomic
 from ..errors import FormatError, OutputError
-from ..read import open_regular
+from ..system import atomic
+from ..system.files import open_regular
 from .depfile import check_side_file
 from .manifest import Manifest
 
@@ -38,7 +38,7 @@ def check_stamp(manifest: Manifest, stamp: PathLike) -> None:
     its root (``SpecError``, ``param="stamp"``), or an unwritable path or a file posenc did not write
     (``OutputError``)."""
     check_side_file(manifest, stamp, "the stamp", "stamp")
-    _atomic.check_writable(Path(os.fspath(stamp)))
+    atomic.check_writable(Path(os.fspath(stamp)))
     _check_ours(Path(os.fspath(stamp)))
 
 
@@ -47,7 +47,7 @@ def touch_stamp(stamp: PathLike) -> Path:
     there that posenc did not write raises ``OutputError`` and is left as it is."""
     target = Path(os.fspath(stamp))
     if not _check_ours(target):
-        with _atomic.atomic_outputs([target]) as (fp,):
+        with atomic.atomic_outputs([target]) as (fp,):
             fp.write(STAMP_TEXT)
     os.utime(os.path.realpath(target))
     return target

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import click
 
-from .. import _atomic
 from .. import build as building
 from ..errors import SpecError
 from ..kinds import RUN
+from ..system import atomic
 from ..table import Table
 from ._run import advice, mapped_errors, notes, say
 from .options import option
@@ -156,7 +156,7 @@ def build_command(
                 raise SpecError(f"the depfile and the stamp are one file, {depfile!r}: name two", param="stamp")
             if depfile is not None:
                 building.check_depfile(plan, depfile)
-                _atomic.check_writable(Path(depfile))
+                atomic.check_writable(Path(depfile))
                 building.depfile_text(plan, manifest, stamp=stamp)
             if stamp is not None:
                 building.check_stamp(plan, stamp)

@@ -12,7 +12,7 @@ A format that writes a second file next to the first (the ``.c`` source and its 
 ``pe.cpp`` with ``pe.hpp``), the function that writes it, and how to recognise a file posenc wrote there
 (:func:`written_by_posenc`). A suffix can also imply write options (:func:`implied_options`: the C++ suffixes imply
 ``lang="c++"``). Paths, atomic replace and suffix inference live once, in :mod:`posenc_cli.api` and
-:mod:`posenc_cli._atomic`, never in a format module.
+:mod:`posenc_cli.system.atomic`, never in a format module.
 
 C++ suffixes: ``.hpp``, ``.hh`` and ``.hxx`` are the ``h`` format, ``.cpp``, ``.cc`` and ``.cxx`` the ``c`` format,
 each implying ``lang="c++"``; a ``c`` output's header takes the matching suffix (``.cc`` and ``.hh``, ``.cpp`` and

@@ -8,7 +8,7 @@ file is refused before any work (:func:`check_writable`). The files of one outpu
 under an exclusive ``flock`` of their directory, so concurrent writers of one pair cannot interleave their renames.
 
 On any error, an interrupt (SIGINT) or a termination the CLI turns into an exception (SIGTERM, SIGHUP:
-:mod:`posenc_cli._signals`), the temporaries are removed and the targets keep what they held before. Two
+:mod:`posenc_cli.system.signals`), the temporaries are removed and the targets keep what they held before. Two
 processes writing one target each write their own temporary file: the target ends up as one of the two complete
 files, never a mix.
 
@@ -49,8 +49,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ._signals import raise_swallowed
-from .errors import OutputError
+from ..errors import OutputError
+from .signals import raise_swallowed
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -326,7 +326,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
             if cause is None:
                 raise
             raise _output_error(targets[0], cause) from exc
-        raise_swallowed()  # an interrupt Python swallowed (see _signals): the run ends here, nothing is replaced
+        raise_swallowed()  # an interrupt Python swallowed (see signals): the run ends here, nothing is replaced
         synced: set[int] = set()
         for n, ((fp, _), target) in enumerate(zip(temps, targets, strict=True)):
             try:
