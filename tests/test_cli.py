@@ -451,7 +451,7 @@ NOT_FOR_NPY = (
     "posenc_cli.cli.view",
     "posenc_cli.cli.identify",
     "posenc_cli.identification",
-    "posenc_cli.formats._text",
+    "posenc_cli.formats.text",
     "tomllib",
     "rich",
     "h5py",

@@ -28,7 +28,7 @@ from posenc_cli import _resources, api
 from posenc_cli.cli import cli
 from posenc_cli.errors import OutputError, PosencError
 from posenc_cli.formats import FORMATS
-from posenc_cli.formats._spell import bfloat16_text
+from posenc_cli.formats.text.spell import bfloat16_text
 from posenc_cli.system import atomic, capacity, signals
 from posenc_cli.table import RowSource, Table
 

@@ -27,7 +27,7 @@ from ..table import Array, Table
 from ._blocks import row_blocks
 from ._c_identity import ValuesHash
 from ._ctypes import CElement
-from ._spell import Spell
+from .text.spell import Spell
 
 
 class Sink(Protocol):

@@ -26,12 +26,12 @@ from ..errors import FormatError, PosencError, SpecError
 from . import c
 from ._c_comment import DID_NOT_WRITE, Comment, read_comment
 from ._c_values import Stream, read_initializer
-from ._spell import storage
 from .limits import Budget
+from .text.spell import storage
 
 #: C type -> the element types posenc writes with it. An array is of the table's ``dtype`` parameter when that is
 #: one of them, else of the first (its own type: what a table without a dtype parameter, or an array stored
-#: otherwise than the dtype says, is written with; :func:`~posenc_cli.formats._spell.element_name`).
+#: otherwise than the dtype says, is written with; :func:`~posenc_cli.formats.text.spell.element_name`).
 _ELEMENTS: dict[str, tuple[str, ...]] = {
     "float": ("float32",),
     "double": ("float64",),

@@ -22,9 +22,9 @@ from ._c_names import c_names
 from ._c_read_compare import compare
 from ._c_read_file import CFile, Said, claim, element_type, read_file, refusing, reread_start
 from ._c_read_table import make_table, table_layout, write_options
-from ._spell import element_name
 from .limits import Budget
 from .options import WriteOptions
+from .text.spell import element_name
 
 
 @dataclass(frozen=True)

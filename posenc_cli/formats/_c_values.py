@@ -27,7 +27,7 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import FormatError
-from ._spell import storage as storage_of
+from .text.spell import storage as storage_of
 
 #: Bytes read from the file at a time, and of initializer converted at a time (whole rows).
 CHUNK = 1 << 18

@@ -37,7 +37,7 @@ arithmetic ``(-2147483647 - 1)``, and int64 values past 31 bits, spelled with ``
 suffix of this target's ``int64_t``). They compile warning-free with ``-std=c99``/``-std=c++11 -Wall -Wextra
 -pedantic``, with a 16-bit ``int`` (AVR) and a 32-bit ``long`` (Cortex-M) too.
 
-Each array has its own element type (:func:`~posenc_cli.formats._spell.element_name`): a table of int16 indices and
+Each array has its own element type (:func:`~posenc_cli.formats.text.spell.element_name`): a table of int16 indices and
 float32 coordinates declares an ``int16_t`` and a ``float`` array. ``float_literal`` applies to its float32 and
 float64 arrays, ``c_half_type`` to its float16 ones; each is refused for a table that has none.
 """
@@ -53,8 +53,8 @@ import numpy as np
 from ..dtypes import ElementType, fixed_format
 from ..errors import FormatError, SpecError
 from ..table import Table
-from ._spell import INTEGERS, Spell, decimal, element_name, float32_text, integers, is_affine, join_texts, per_value
 from .options import WriteOptions
+from .text.spell import INTEGERS, Spell, decimal, element_name, float32_text, integers, is_affine, join_texts, per_value
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,8 @@ def c_elements(table: Table, options: WriteOptions) -> dict[str, CElement]:
 
 def c_element(name: str, options: WriteOptions, *, affine: bool = False) -> CElement:
     """How values of the element type ``name`` are written in C under ``options`` (``affine``: int8 is the affine
-    quantised type, :func:`~posenc_cli.formats._spell.is_affine`); ``FormatError`` for a type C output does not hold.
+    quantised type, :func:`~posenc_cli.formats.text.spell.is_affine`); ``FormatError`` for a type C output does not
+    hold.
     """
     if name in ("float32", "float64"):
         ctype, suffix = ("float", b"f") if name == "float32" else ("double", b"")

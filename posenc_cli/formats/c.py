@@ -96,10 +96,10 @@ from ._c_identity import ValuesHash, remember, table_id, values_digest
 from ._c_initializer import Sink, write_values
 from ._c_names import CNames, c_names, c_string, check_file_name, comment_line
 from ._ctypes import CElement, c_elements, summary
-from ._spell import element_name, is_affine
 from ._suffixes import header_name
 from .limits import MAX_DIMS
 from .options import WriteOptions
+from .text.spell import element_name, is_affine
 
 #: Initializer size above which posenc suggests --format bin (measured: ~1 s of compile time per MiB).
 BIG_INITIALIZER = 1 << 20
@@ -416,7 +416,7 @@ def _includes(unit: _Unit, options: WriteOptions) -> str:
 
 
 def _affine(table: Table) -> bool:
-    """Whether the table holds affine int8 arrays (:func:`~posenc_cli.formats._spell.is_affine`)."""
+    """Whether the table holds affine int8 arrays (:func:`~posenc_cli.formats.text.spell.is_affine`)."""
     return is_affine(table.params) and any(element_name(table, key) == "int8" for key in table.arrays)
 
 

@@ -29,7 +29,7 @@ What is taken out:
 - The values (:mod:`~posenc_cli.formats._c_values`: read exactly as a C compiler reads them, streamed in blocks,
   claimed from the :class:`~posenc_cli.formats.limits.Budget` before they are allocated), of arrays of 1 to
   :data:`~posenc_cli.formats.limits.MAX_DIMS` dimensions (an N-D initializer's nested braces checked against the
-  shape). Which element type, for each array (the writer's rule, :func:`~posenc_cli.formats._spell.
+  shape). Which element type, for each array (the writer's rule, :func:`~posenc_cli.formats.text.spell.
   element_name`): the ``dtype`` parameter when the declared C type is one posenc writes it with, else the C type's
   own (``float`` float32, ``double`` float64, ``int8_t`` to ``int64_t`` the plain integers int8 to int64, the bit
   patterns of ``uint32_t``/``uint64_t`` float32/float64, those of ``uint16_t`` float16); a ``dtype`` that is the

@@ -26,7 +26,7 @@ Layout written::
 
   (``scale`` is Python's shortest ``repr`` of the float, ``zero_point`` an integer); :func:`load` reads such a file
   back as the integers with those parameters. The line is written when the table's ``dtype`` parameter names the
-  array's element type (:func:`~posenc_cli.formats._spell.element_name`); an integer array of a table without one
+  array's element type (:func:`~posenc_cli.formats.text.spell.element_name`); an integer array of a table without one
   (a bare ``.npy`` read back) is written as its integers without it.
 
 Only 2-D arrays of a single-array table can be written (a 3-D one is refused: pick a 2-D part, or write .npy, .npz,
@@ -72,9 +72,9 @@ from ..dtypes import FIXED_SPELLING, ElementType, code_range, fixed_format
 from ..errors import FormatError, SpecError
 from ..table import Param, Table
 from ._blocks import row_blocks
-from ._spell import INTEGERS, decimal, element_name, is_affine
 from .limits import MAX_COLUMNS, Budget
 from .options import WriteOptions
+from .text.spell import INTEGERS, decimal, element_name, is_affine
 
 #: The longest line posenc reads: :data:`~.limits.MAX_COLUMNS` cells of 64 bytes (a float64's shortest round-trip
 #: decimal takes at most 24).

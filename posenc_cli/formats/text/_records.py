@@ -1,9 +1,9 @@
-"""float32 text, right-aligned in 16-byte records (step 2 of :mod:`~posenc_cli.formats._text`), and the notation.
+"""float32 text, right-aligned in 16-byte records (step 2 of :mod:`~posenc_cli.formats.text.floats`), and the notation.
 
 Which notation a float32 value takes (that module's contract): positional for zero and ``1e-4 <= |v| < P``,
 scientific otherwise, ``P`` as the installed NumPy has it (asked once, at import). :func:`spell32` spells one value
 by NumPy itself (the slow path); :func:`records32` lays out the text of a chunk of values with NumPy array
-operations, from the digits of :func:`~posenc_cli.formats._text_digits.digits32`:
+operations, from the digits of :func:`~posenc_cli.formats.text._digits.digits32`:
 
 Each value's text is built right-aligned in a 16-byte little-endian record (two uint64 words): nine ASCII digits
 from a table of four-digit groups with '0' bytes below them; then, for ``1e-4 <= |v| < 1`` (nearly all of a
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._text_digits import digits32, take
-from ._text_work import Scratch, scratch
+from ._digits import digits32, take
+from ._work import Scratch, scratch
 
 _U64 = np.uint64
 _FULL = 0xFFFFFFFFFFFFFFFF

@@ -32,11 +32,11 @@ How float32 text is made fast
 Formatting one value at a time costs about a microsecond in Python; the writers need a few tens of nanoseconds. For
 float32 the digits and the text are computed for chunks of values with NumPy array operations:
 
-1. Digits (:mod:`~posenc_cli.formats._text_digits`): the shortest digits from float64 arithmetic with a safety
+1. Digits (:mod:`~posenc_cli.formats.text._digits`): the shortest digits from float64 arithmetic with a safety
    margin; the values within the margin, NumPy's Dragon4 one at a time.
-2. Text (:mod:`~posenc_cli.formats._text_records`): each value's text right-aligned in a 16-byte record (two uint64
+2. Text (:mod:`~posenc_cli.formats.text._records`): each value's text right-aligned in a 16-byte record (two uint64
    words), built by table look-ups and byte shifts.
-3. Bytes (:mod:`~posenc_cli.formats._text_emit`): the separators joined to the records, the records scattered into
+3. Bytes (:mod:`~posenc_cli.formats.text._emit`): the separators joined to the records, the records scattered into
    one buffer.
 
 Blocks are cut into chunks of whole rows (or of one row) that worker threads format in parallel, NumPy releasing
@@ -53,10 +53,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import FormatError
-from ._text_emit import Tails, format_chunk
-from ._text_records import fits16, spell32
-from ._text_work import cpus, executor, give_back
+from ...errors import FormatError
+from ._emit import Tails, format_chunk
+from ._records import fits16, spell32
+from ._work import cpus, executor, give_back
 
 __all__ = ["TEXT_DTYPES", "join_rows", "shortest"]
 

@@ -1,4 +1,5 @@
-"""The shortest digits of float32 values, for chunks of values at once (step 1 of :mod:`~posenc_cli.formats._text`).
+"""The shortest digits of float32 values, for chunks of values at once (step 1 of
+:mod:`~posenc_cli.formats.text.floats`).
 
 :func:`digits32` gives each value's digits as that module's contract spells them (NumPy's Dragon4, "unique"
 mode), with NumPy array operations.
@@ -23,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._text_work import Scratch
+from ._work import Scratch
 
 
 def take(table: np.ndarray, index: np.ndarray, out: np.ndarray) -> np.ndarray:

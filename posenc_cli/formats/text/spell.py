@@ -1,6 +1,6 @@
 """Values as decimal text, for every element type: what CSV writes, and what C writes for integer types.
 
-- float32, float64: :func:`~posenc_cli.formats._text.join_rows` (shortest round-trip decimals, vectorised).
+- float32, float64: :func:`~posenc_cli.formats.text.floats.join_rows` (shortest round-trip decimals, vectorised).
 - float16: the shortest decimal that reads back to the same binary16 (NumPy's Dragon4 for ``float16``).
 - bfloat16 (stored as bit patterns): the shortest decimal whose correct rounding to bfloat16 gives the same bits,
   found by trying 1 to 9 significant digits.
@@ -24,16 +24,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..dtypes import INDEX_DTYPES, ElementType, element_of, fixed_format, is_element_type
-from ..errors import FormatError
-from ..table import Table
-from ._text import join_rows, shortest
+from ...dtypes import INDEX_DTYPES, ElementType, element_of, fixed_format, is_element_type
+from ...errors import FormatError
+from ...table import Table
+from .floats import join_rows, shortest
 
 Spell = Callable[[np.ndarray, Sequence[bytes], bytes], bytes]
 
 
 def join_texts(texts: Iterable[list[str]], seps: Sequence[bytes], row_start: bytes) -> bytes:
-    """Lay out per-row lists of value texts exactly as :func:`~posenc_cli.formats._text.join_rows` does."""
+    """Lay out per-row lists of value texts exactly as :func:`~posenc_cli.formats.text.floats.join_rows` does."""
     out = []
     for row in texts:
         out.append(row_start.decode())

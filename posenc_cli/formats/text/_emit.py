@@ -1,5 +1,5 @@
-"""float32 records to bytes (step 3 of :mod:`~posenc_cli.formats._text`): each value's tail joined to its text, the
-records scattered into one buffer.
+"""float32 records to bytes (step 3 of :mod:`~posenc_cli.formats.text.floats`): each value's tail joined to its
+text, the records scattered into one buffer.
 
 The tail of a value is what follows it: the suffix, the separator and, after a row's last value, the next row's
 start. A one-byte tail (CSV) takes the record's last byte; with other tails the text moves to end where its tail
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._text_records import records32
-from ._text_work import Scratch, scratch, take_output
+from ._records import records32
+from ._work import Scratch, scratch, take_output
 
 _U64 = np.uint64
 _FULL = 0xFFFFFFFFFFFFFFFF
@@ -139,7 +139,7 @@ def _emit(words: list[np.ndarray], length: np.ndarray, head: bytes, w: Scratch) 
 
 def format_chunk(x: np.ndarray, tails: Tails, first: int, head: bytes) -> tuple[np.ndarray, int, int]:
     """``head`` and the text of the 1-D float32 ``x`` (values ``first``... of the tails' layout), each value followed
-    by its tail: a buffer (from :func:`~posenc_cli.formats._text_work.take_output`), where the bytes start and end."""
+    by its tail: a buffer (from :func:`~posenc_cli.formats.text._work.take_output`), where the bytes start and end."""
     w = scratch(x.size)
     lo, hi, length = records32(x, tails.end, w)
     words = tails.attach(lo, hi, length, first, w)

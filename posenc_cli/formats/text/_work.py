@@ -1,4 +1,4 @@
-"""The working memory and threads of the float32 text code (:mod:`~posenc_cli.formats._text`).
+"""The working memory and threads of the float32 text code (:mod:`~posenc_cli.formats.text.floats`).
 
 Blocks are cut into chunks that worker threads format in parallel, NumPy releasing the GIL; each thread reuses its
 scratch arrays from chunk to chunk, and the output buffers of one block are reused for the next. The pool and the
