@@ -67,7 +67,7 @@ spelled in row blocks, so a table far larger than memory streams through.
 
 The provenance comment is the C writer's in ``//`` lines: the file, the generator, the command line, the kind,
 every parameter and each array's shape. Text from the table (parameter names and values, array keys) and the
-command line are escaped by :func:`~posenc_cli.formats._c_names.comment_safe`: no control character, line or
+command line are escaped by :func:`~posenc_cli.formats.c.names.comment_safe`: no control character, line or
 paragraph separator or bidi control survives (so no text ends a line, and rustc's deny-by-default
 ``text_direction_codepoint_in_comment`` has nothing to find), and ``/*`` and ``*/`` are broken up, so the comment
 stays one if it is ever pasted into a block comment. Nothing is read back (the format is write-only); every write
@@ -87,8 +87,8 @@ from .._version import __version__
 from ..dtypes import fixed_format
 from ..errors import FormatError, PosencAdvice, warn
 from ..table import Array, Table
-from ._c_initializer import write_nested
-from ._c_names import comment_safe
+from .c.initializer import write_nested
+from .c.names import comment_safe
 from .identifiers import check_name, identifier, identifiers
 from .limits import MAX_DIMS
 from .options import WriteOptions

@@ -4,7 +4,7 @@ posenc writes a ``.c`` and its ``.h`` (and a ``.bin`` and its ``.h``) one after 
 concurrent write can leave the two files of two different tables. Both files therefore carry the identity of the
 table they were written for: the ``.h`` defines ``#define <NAME>_TABLE_ID 0x<16 hex digits>``, and the ``.c`` ends
 with ``#if !defined(<NAME>_TABLE_ID) || <NAME>_TABLE_ID != 0x...`` / ``#error``, so it does not compile against
-the ``.h`` of another table. posenc's reader (:mod:`~posenc_cli.formats.c_read`) refuses a pair whose files
+the ``.h`` of another table. posenc's reader (:mod:`~posenc_cli.formats.c.reader`) refuses a pair whose files
 disagree: a ``.c`` and a ``.h`` of two identities, a ``.bin`` whose values are not those of its ``.h``'s identity
 (a ``.bin`` carries none of its own, and the assembler can only check its size).
 
@@ -17,7 +17,7 @@ JSON (sorted keys, no spaces, ASCII) of::
      "values": BLAKE2b-256 (hex) of every array's stored values}
 
 Every text is spelled as the provenance comment spells it (the kind and each parameter as their whole comment line,
-`` *   base: 10000.0``, :func:`~._c_names.comment_line`), so a reader gets the same identity from a file as the
+`` *   base: 10000.0``, :func:`~.names.comment_line`), so a reader gets the same identity from a file as the
 writer had from the table. The values are each array's stored elements, little-endian, row-major (the bytes of the
 ``.bin`` without its padding), each array preceded by its byte count as 8 bytes, little-endian: rows computed on
 demand and arrays held in memory give one identity. They are hashed as the writer writes them (the ``.c``, or the
@@ -34,10 +34,10 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from ..table import Array, Table
-from ._blocks import row_blocks
-from ._c_names import CNames, comment_line, comment_safe
-from .options import WriteOptions
+from ...table import Array, Table
+from .._blocks import row_blocks
+from ..options import WriteOptions
+from .names import CNames, comment_line, comment_safe
 
 _PERSON = b"posenc-table-id"
 

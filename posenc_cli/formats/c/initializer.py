@@ -1,4 +1,4 @@
-"""The body of a C initializer: how :mod:`posenc_cli.formats.c` lays out the values of one array (and
+"""The body of a C initializer: how :mod:`posenc_cli.formats.c.writer` lays out the values of one array (and
 :mod:`posenc_cli.formats.rust` too, in square brackets: :func:`write_nested`).
 
 - 1-D: the values, ``element.per_line`` to a line, after four spaces (``    0.0f, 1.0f, ...``).
@@ -23,15 +23,15 @@ from typing import Protocol
 
 import numpy as np
 
-from ..table import Array, Table
-from ._blocks import row_blocks
-from ._c_identity import ValuesHash
-from ._ctypes import CElement
-from .text.spell import Spell
+from ...table import Array, Table
+from .._blocks import row_blocks
+from ..text.spell import Spell
+from .elements import CElement
+from .identity import ValuesHash
 
 
 class Sink(Protocol):
-    """Where a C file goes: a binary file, or :mod:`~posenc_cli.formats.c_read`'s comparison with a file."""
+    """Where a C file goes: a binary file, or :mod:`~posenc_cli.formats.c.reader`'s comparison with a file."""
 
     def write(self, data: bytes, /) -> object: ...
 

@@ -1,4 +1,4 @@
-"""How each element type is declared and spelled in C (the type layer of :mod:`posenc_cli.formats.c`).
+"""How each element type is declared and spelled in C (the type layer of :mod:`posenc_cli.formats.c.writer`).
 
 ==============  ======================  ===============================================  ==========
 element         C type                  each value                                       needs
@@ -50,11 +50,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import ElementType, fixed_format
-from ..errors import FormatError, SpecError
-from ..table import Table
-from .options import WriteOptions
-from .text.spell import INTEGERS, Spell, decimal, element_name, float32_text, integers, is_affine, join_texts, per_value
+from ...dtypes import ElementType, fixed_format
+from ...errors import FormatError, SpecError
+from ...table import Table
+from ..options import WriteOptions
+from ..text.spell import (
+    INTEGERS,
+    Spell,
+    decimal,
+    element_name,
+    float32_text,
+    integers,
+    is_affine,
+    join_texts,
+    per_value,
+)
 
 
 @dataclass(frozen=True)

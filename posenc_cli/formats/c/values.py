@@ -1,4 +1,4 @@
-"""Reading the values of a C initializer (the value layer of :mod:`posenc_cli.formats.c_read`).
+"""Reading the values of a C initializer (the value layer of :mod:`posenc_cli.formats.c.reader`).
 
 Values are read as the C compiler reads them, exactly: ``float`` decimals (``0.84147096f``) and hex floats
 (``0x1.aed548p-1f``) are correctly rounded to float32 (a value read as float64 that lands exactly half-way between
@@ -6,7 +6,7 @@ two float32s is decided from its digits); ``double`` literals are correctly roun
 ``_Float16``/``__fp16`` literals are floats converted to binary16, as C converts them; bit patterns (``0x3C00 /*
 1.0 */``) are viewed as their type (bfloat16 stays ``<u2`` bit patterns, as posenc stores it); q15/q7/int8 codes
 and int8/int16/int32/int64 integers are read as exact integers (``(-2147483647 - 1)``, ``INT64_C(5000000000)``,
-``(-INT64_C(9223372036854775807) - 1)`` too: :mod:`~posenc_cli.formats._ctypes`), each checked against its type's
+``(-INT64_C(9223372036854775807) - 1)`` too: :mod:`~posenc_cli.formats.c.elements`), each checked against its type's
 range. (The reader then refuses any spelling but posenc's own; reading other spellings exactly keeps that refusal a
 matter of bytes, never of a value read wrong.)
 
@@ -26,8 +26,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..errors import FormatError
-from .text.spell import storage as storage_of
+from ...errors import FormatError
+from ..text.spell import storage as storage_of
 
 #: Bytes read from the file at a time, and of initializer converted at a time (whole rows).
 CHUNK = 1 << 18

@@ -1,12 +1,14 @@
-"""The names and strings posenc writes into C, C++ and assembler: the naming layer of :mod:`posenc_cli.formats.c`.
+"""The names and strings posenc writes into C, C++ and assembler: the naming layer of the C package
+(:mod:`posenc_cli.formats.c`).
 
 A table may come from a file posenc did not write, so nothing it carries is pasted into source.
 
 Identifiers are made by :mod:`posenc_cli.formats.identifiers` (its module docstring is the mapping), never taken
 from the table as they are:
 
-- ``<name>`` is the table's name: ``--name`` (refused unless :func:`~.identifiers.check_name` accepts it) or the
-  output's stem made an identifier (:func:`~.identifiers.name_from_path`); ``<NAME>`` is its upper case.
+- ``<name>`` is the table's name: ``--name`` (refused unless :func:`~posenc_cli.formats.identifiers.check_name`
+  accepts it) or the output's stem made an identifier (:func:`~posenc_cli.formats.identifiers.name_from_path`);
+  ``<NAME>`` is its upper case.
 - Array symbols: ``<name>`` for a table of one array; ``<name>_<key>`` for several, each ``<key>`` made by
   ``identifiers(keys, part=True)`` (two keys that map to one identifier are refused, naming both).
 - Size macros: ``<NAME>_<AXIS>`` per axis name, ``<AXIS>`` being ``identifier(axis, part=True)`` upper-cased. Two
@@ -41,9 +43,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import FormatError, SpecError
-from ..table import Table
-from .identifiers import check_name, identifier, identifiers
+from ...errors import FormatError, SpecError
+from ...table import Table
+from ..identifiers import check_name, identifier, identifiers
 
 #: The longest identifier posenc writes: C99 5.2.4.1 guarantees 63 significant initial characters in an internal
 #: identifier or a macro name (C89 guaranteed 31; every compiler posenc is tested with keeps far more).

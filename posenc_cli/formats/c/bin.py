@@ -1,5 +1,5 @@
 """How the ``.h`` of a ``.bin`` (format ``bin``) defines the arrays: C23 ``#embed`` where the compiler has it, the
-assembler's ``.incbin`` elsewhere (the ``bin`` layer of :mod:`posenc_cli.formats.c`).
+assembler's ``.incbin`` elsewhere (the ``bin`` layer of :mod:`posenc_cli.formats.c.writer`).
 
 Every translation unit sees the same ``extern const`` declarations; only the one that defines ``<NAME>_INCBIN``
 defines the arrays, and it picks how::
@@ -65,7 +65,7 @@ least 16 bytes (the ``.bin`` pads each array to 16). ``PROGMEM`` tables (``progm
 ``.incbin``: avr-gcc targets ELF, and Clang, AVR's other compiler, has no ``progmem`` attribute; their header has
 no ``#embed`` part.
 
-The file name is one that :func:`~posenc_cli.formats._c_names.check_file_name` accepts (printable, without ``"``,
+The file name is one that :func:`~posenc_cli.formats.c.names.check_file_name` accepts (printable, without ``"``,
 ``\\``, ``'``, ``/`` or ``??``): as it is in ``#embed "..."`` and ``__has_embed("...")``, which take no escapes, as a
 GNU as string inside a C string in ``.incbin``, and escaped in the ``#error`` messages.
 """
@@ -75,10 +75,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from ..table import Table
-from ._c_names import CNames, asm_string, c_string, check_file_name
-from ._ctypes import CElement
-from .options import WriteOptions
+from ...table import Table
+from ..options import WriteOptions
+from .elements import CElement
+from .names import CNames, asm_string, c_string, check_file_name
 
 #: Defined (to the compiler's offset parameter) where the unit defining the arrays takes ``#embed``.
 EMBED = "POSENC_EMBED"
@@ -127,7 +127,7 @@ def bin_header(
     table: Table, names: CNames, elements: dict[str, CElement], options: WriteOptions, header: str
 ) -> BinHeader:
     """The parts of the ``.h`` named ``header`` for ``table``; ``SpecError`` for a name that cannot stand in C
-    source (:func:`~._c_names.check_file_name`), the header's or its ``.bin``'s."""
+    source (:func:`~.names.check_file_name`), the header's or its ``.bin``'s."""
     check_file_name(header, "the file name")
     binary = check_file_name(PurePath(header).with_suffix(".bin").name, "the .bin name")
     spans, total = {}, 0

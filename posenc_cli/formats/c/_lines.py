@@ -1,10 +1,10 @@
-"""One C file posenc wrote, taken apart line by line (the parsing layer of :mod:`posenc_cli.formats.c_read`).
+"""One C file posenc wrote, taken apart line by line (the parsing layer of :mod:`posenc_cli.formats.c.reader`).
 
 :func:`read_file` reads the file once and keeps what the writer needs to write it again (:class:`CFile`): the
-provenance comment (:mod:`~posenc_cli.formats._c_comment`), every line posenc writes whose text depends on the
+provenance comment (:mod:`~posenc_cli.formats.c.comment`), every line posenc writes whose text depends on the
 table or the options (definitions and declarations, size constants, the include guard, the table identity,
-namespaces, the alignment macro, the ``.incbin`` block), and the values (:mod:`~posenc_cli.formats._c_values`).
-Every other line is left to the comparison (:mod:`~posenc_cli.formats._c_read_compare`), which refuses any byte
+namespaces, the alignment macro, the ``.incbin`` block), and the values (:mod:`~posenc_cli.formats.c.values`).
+Every other line is left to the comparison (:mod:`~posenc_cli.formats.c.reader`), which refuses any byte
 posenc does not write.
 
 Also here: the reader's refusals (:class:`Said`, :func:`refusing`, :func:`claim`) and the position helpers of its
@@ -21,13 +21,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..dtypes import ElementType, fixed_format
-from ..errors import FormatError, PosencError, SpecError
-from . import c
-from ._c_comment import DID_NOT_WRITE, Comment, read_comment
-from ._c_values import Stream, read_initializer
-from .limits import Budget
-from .text.spell import storage
+from ...dtypes import ElementType, fixed_format
+from ...errors import FormatError, PosencError, SpecError
+from ..limits import Budget
+from ..text.spell import storage
+from . import writer
+from .comment import DID_NOT_WRITE, Comment, read_comment
+from .values import Stream, read_initializer
 
 #: C type -> the element types posenc writes with it. An array is of the table's ``dtype`` parameter when that is
 #: one of them, else of the first (its own type: what a table without a dtype parameter, or an array stored
@@ -115,9 +115,9 @@ class CFile:
     spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
-    def variant(self) -> c.Variant:
-        """Which of posenc's C files this is (:data:`~posenc_cli.formats.c.Variant`), by what it defines and declares;
-        ``FormatError`` for a file that does both or neither."""
+    def variant(self) -> writer.Variant:
+        """Which of posenc's C files this is (:data:`~posenc_cli.formats.c.writer.Variant`), by what it defines and
+        declares; ``FormatError`` for a file that does both or neither."""
         if self.defined and not self.declared:
             return "c" if self.defined[0].qualifiers == "const" else "h"
         if self.declared and not self.defined:

@@ -1,9 +1,9 @@
-"""What a C file posenc wrote describes, from its parsed lines (:mod:`~posenc_cli.formats._c_read_file`): the
+"""What a C file posenc wrote describes, from its parsed lines (:mod:`~posenc_cli.formats.c._lines`): the
 table's name, each array's key, shape and axes, the write options that can have made the file, and the table.
 
 Every part is checked against the others as it is taken out (the comment's shapes against the declarators and the
 size constants, the symbols and sizes against the table's name), each mismatch a ``FormatError``; the comparison
-(:mod:`~posenc_cli.formats._c_read_compare`) then holds the whole file to what the writer writes for them.
+(:mod:`~posenc_cli.formats.c.reader`) then holds the whole file to what the writer writes for them.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import FormatError
-from ..table import Table
-from ._c_comment import DID_NOT_WRITE
-from ._c_read_file import CArray, CFile, element_type
-from .options import WriteOptions
+from ...errors import FormatError
+from ...table import Table
+from ..options import WriteOptions
+from ._lines import CArray, CFile, element_type
+from .comment import DID_NOT_WRITE
 
 #: Keys of the tables of one array that the kind and the number of dimensions name.
 _SINGLE_KEYS = {
