@@ -444,7 +444,7 @@ NOT_FOR_NPY = (
     "posenc_cli.make_rope",
     "posenc_cli.make_index",
     "posenc_cli.encodings.rope",
-    "posenc_cli.build",
+    "posenc_cli.manifest",
     "posenc_cli.verify",
     "posenc_cli.cli.build",
     "posenc_cli.cli.files",

@@ -164,7 +164,8 @@ def test_no_private_attribute_of_another_posenc_module_is_used():
 
 def test_formats_never_import_encodings_or_anything_above_them():
     above = ("posenc_cli.encodings", "posenc_cli.api", "posenc_cli.make", "posenc_cli.kinds", "posenc_cli.cli",
-             "posenc_cli.build", "posenc_cli.inspect", "posenc_cli.verify", "posenc_cli.plot")  # fmt: skip
+             "posenc_cli.manifest", "posenc_cli.build", "posenc_cli.inspect", "posenc_cli.verify",
+             "posenc_cli.plot")  # fmt: skip
     for name in MODULES:
         if not name.startswith("posenc_cli.formats"):
             continue
@@ -198,6 +199,14 @@ def test_nothing_imports_the_cli():
             continue
         for target, _, line in imports(name):
             assert not target.startswith("posenc_cli.cli"), f"{name}:{line} imports {target}"
+
+
+def test_nothing_imports_the_deprecated_build_module():
+    """posenc_cli.build only re-exports posenc_cli.manifest for old imports, and warns when imported: a module of
+    posenc that imported it would warn on every run."""
+    for name in MODULES:
+        for target, _, line in imports(name):
+            assert target != "posenc_cli.build", f"{name}:{line} imports {target}"
 
 
 def test_click_and_rich_stay_in_the_cli():
@@ -241,7 +250,7 @@ def test_the_shared_values_stand_on_nothing_but_errors():
 
 
 def test_no_module_of_the_package_is_ignored_by_git():
-    """A .gitignore line (``build/``) once kept posenc_cli/build/ out of every clean clone."""
+    """A .gitignore line (``build/``) once kept posenc_cli/build/ (now manifest/) out of every clean clone."""
     import shutil
     import subprocess
 

@@ -1,14 +1,6 @@
-"""``posenc build``: every table of a manifest, written as the single commands write them; and a depfile.
-
-- :mod:`~posenc_cli.build.manifest`: the manifest's format, read and checked in full (:func:`load_manifest`);
-- :mod:`~posenc_cli.build.report`: what a build did;
-- :mod:`~posenc_cli.build.depfile`: the make rule for CMake's ``DEPFILE``, Ninja and make;
-- :mod:`~posenc_cli.build.names`: the one rule for the names given to build tools (``--list-outputs``, the depfile,
-  CMake);
-- :mod:`~posenc_cli.build.stamp`: the stamp make rules use (``--stamp``);
-- here: :func:`build`, which writes each entry's file as ``posenc <command> ... -o <output>`` writes it, byte for
-  byte (the table built by its kind, written with :func:`posenc_cli.api.save`: atomic; a file that already holds
-  the new bytes is left untouched, mtime included), its C provenance comment recording that command.
+"""Running a manifest: :func:`build` writes each entry's file as ``posenc <command> ... -o <output>`` writes it, byte
+for byte (the table built by its kind, written with :func:`posenc_cli.api.save`: atomic; a file that already holds
+the new bytes is left untouched, mtime included), its C provenance comment recording that command.
 """
 
 from __future__ import annotations
@@ -27,27 +19,12 @@ from ..errors import SpecError
 from ..formats import C_OPTIONS
 from ..system import atomic
 from ..table import Table
-from .depfile import check_build_names, check_depfile, depfile_text, write_depfile
-from .manifest import (
-    DEFAULT_MANIFEST,
-    KEYS,
-    MAX_KEY_PARTS,
-    MAX_MANIFEST,
-    Entry,
-    Manifest,
-    about,
-    load_manifest,
-    prepare,
-)
-from .names import name_problem
+from .reader import Entry, Manifest, about, load_manifest
 from .report import BuildReport, FileReport, TableReport
-from .stamp import STAMP_TEXT, check_stamp, touch_stamp
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["DEFAULT_MANIFEST", "KEYS", "MAX_KEY_PARTS", "MAX_MANIFEST", "STAMP_TEXT", "BuildReport", "Entry"]
-__all__ += ["FileReport", "Manifest", "TableReport", "build", "check_build_names", "check_depfile", "check_stamp"]
-__all__ += ["depfile_text", "load_manifest", "name_problem", "prepare", "touch_stamp", "write_depfile"]
+__all__ = ["Progress", "build"]
 
 _C_OPTIONS = tuple(sorted(C_OPTIONS))
 #: ``progress(entry, table)``: a context manager giving the table to write in ``table``'s place.

@@ -8,7 +8,7 @@ the one target is the stamp. The prerequisites are the manifest and the files it
 Paths are relative to the current directory (where make, Ninja and CMake's custom commands run) when they lie under
 it, else absolute.
 
-Every path is one a build tool can be given (:mod:`~posenc_cli.build.names`, the rule ``--list-outputs`` and
+Every path is one a build tool can be given (:mod:`~posenc_cli.manifest.names`, the rule ``--list-outputs`` and
 CMake's ``posenc_add_manifest`` apply too): the manifest's own names are checked as it spells them, so the answer
 does not depend on the current directory, and each path as the depfile spells it. Anything else is refused
 (``SpecError``) before a byte is written. The one escape left is GCC's ``-MD`` one for a space, ``\\ ``, which
@@ -31,8 +31,8 @@ from typing import Union
 
 from ..errors import SpecError
 from ..system import atomic
-from .manifest import Entry, Manifest, check_inside
 from .names import ALLOWED, name_problem
+from .reader import Entry, Manifest, check_inside
 from .report import BuildReport
 
 PathLike = Union[str, "os.PathLike[str]"]

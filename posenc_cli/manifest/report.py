@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..table import Param
-from .manifest import Entry
+from .reader import Entry
 
 __all__ = ["BuildReport", "FileReport", "TableReport"]
 

@@ -23,7 +23,7 @@ from ..errors import FormatError, OutputError
 from ..system import atomic
 from ..system.files import open_regular
 from .depfile import check_side_file
-from .manifest import Manifest
+from .reader import Manifest
 
 PathLike = Union[str, "os.PathLike[str]"]
 
