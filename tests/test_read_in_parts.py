@@ -31,7 +31,7 @@ from posenc_cli.formats import _blocks
 from posenc_cli.formats import npy as npy_format
 from posenc_cli.formats import npz as npz_format
 from posenc_cli.formats._hdf5_values import MAX_BAND
-from posenc_cli.inspect import describe
+from posenc_cli.describe import describe
 from posenc_cli.read import opened
 from posenc_cli.table import FileArray
 

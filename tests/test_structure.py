@@ -164,7 +164,7 @@ def test_no_private_attribute_of_another_posenc_module_is_used():
 
 def test_formats_never_import_encodings_or_anything_above_them():
     above = ("posenc_cli.encodings", "posenc_cli.api", "posenc_cli.make", "posenc_cli.kinds", "posenc_cli.cli",
-             "posenc_cli.manifest", "posenc_cli.build", "posenc_cli.inspect", "posenc_cli.verify",
+             "posenc_cli.manifest", "posenc_cli.build", "posenc_cli.describe", "posenc_cli.verify",
              "posenc_cli.plot")  # fmt: skip
     for name in MODULES:
         if not name.startswith("posenc_cli.formats"):

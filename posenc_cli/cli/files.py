@@ -13,7 +13,7 @@ from .. import verify as checking
 from .._printable import printable
 from ..errors import SpecError
 from ..formats import C_OPTIONS, Format
-from ..inspect import describe
+from ..describe import describe
 from ..kinds import CONVERT, KINDS, OUTPUT
 from ..params import command_line
 from ..read import opened

@@ -1,4 +1,4 @@
-"""Inspect a table: what a file holds.
+"""Describe a table: what a file holds, as ``posenc inspect`` shows it.
 
 - :func:`describe`: the kind, the parameters and, per array, shape, element type, real min and max, the SHA-256
   of the stored bytes and their size: the facts ``posenc inspect`` shows (``--json`` prints the dict as it is).
@@ -8,6 +8,9 @@ re-exports, where they were first published). Every array is read in row blocks,
 whole, and an array a file holds (:func:`posenc_cli.read.opened`) is read a block at a time: the memory ``describe``
 takes is a block, not the table (see :func:`describe`). No printing, no click, no rich: the CLI formats what this
 returns.
+
+Until issue #26 this module was ``posenc_cli.inspect``, a name that shadowed the standard library's :mod:`inspect`
+for any script run from inside the package: such a script failed at ``import dataclasses``, which imports it.
 """
 
 from __future__ import annotations
