@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import posenc_cli
+from posenc_cli.describe import Mismatch, describe, parse_settings, regenerate, verify
 from posenc_cli.dtypes import decode
 from posenc_cli.errors import SpecError
 from posenc_cli.formats import FORMATS
-from posenc_cli.describe import Mismatch, describe, parse_settings, regenerate, verify
 from posenc_cli.table import Table
 
 READABLE = [name for name, fmt in FORMATS.items() if fmt.load is not None]
