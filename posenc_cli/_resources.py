@@ -1,34 +1,28 @@
-"""Refuse, before any work, what this machine cannot hold: a table larger than free memory or free disk space.
+"""How much a table takes: the memory a build needs and the bytes an output needs, measured before any work.
 
 posenc streams what it can: ``generate`` and ``rope`` (lazily, as the CLI builds them) compute row blocks while the
 writer writes them, so their memory stays bounded whatever the size. Three things are built whole in memory: the
 ALiBi bias matrix, the 2-D sincos table, and any table the API builds with ``lazy=False`` (its default). For those,
-:func:`check_memory` compares the peak the build needs (:data:`WORK_BYTES_PER_VALUE`) with the memory the system can
-still give; for every output, :func:`check_disk` compares the file's size with the free space where it goes. An
-absurd request (``posenc generate -n 4294967296 -d 1048576``: 2**52 values, 16 PiB) is refused in milliseconds with
-the sizes in the message, instead of running until the disk is full or the kernel's OOM killer ends the process
-without a word.
+the makers give :func:`~posenc_cli.system.capacity.check_memory` the peak the build needs
+(:data:`WORK_BYTES_PER_VALUE`); for every output, :func:`~posenc_cli.system.capacity.check_disk` is given the
+file's size (:func:`estimate_bytes`). Text outputs are checked against the fewest bytes they can take, so that an
+estimate never refuses what would fit.
 
-Both raise errors the CLI maps to exit code 1, the code of "this machine cannot do it now": the request itself is
-valid (exit code 2 is for requests that no machine could satisfy, and where "absurd" begins is the machine's
-business). Memory: :class:`~posenc_cli.errors.PosencError`; disk: :class:`~posenc_cli.errors.OutputError`.
-
-Both checks err on the side of letting the work start: an unknown amount of free memory or space is no reason to
-refuse, and text outputs are checked against the fewest bytes they can take (:func:`estimate_bytes`). What slips
-through fails later as cleanly (a full disk: "No space left on device", nothing written).
+What the machine can hold is :mod:`posenc_cli.system.capacity`'s business; its two checks are named here too
+(``_resources.check_memory``, ``_resources.check_disk``), for the makers and :mod:`posenc_cli.api` that call them
+beside the sizes of this module.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import NamedTuple
 
 from .dtypes import element_of
-from .errors import OutputError, PosencError
 from .formats import Format
-from .formats.limits import available_memory, human
+from .system.capacity import check_disk, check_memory
 from .table import Table
+
+__all__ = ["WORK_BYTES_PER_VALUE", "Size", "check_disk", "check_memory", "estimate_bytes"]
 
 #: Peak memory per value while a table is built whole in memory, by kind: measured (``ru_maxrss``, NumPy 2, every
 #: element type) with room to spare. Sinusoidal and RoPE tables peak at 57 bytes (bfloat16; float32 at 6), the
@@ -96,56 +90,3 @@ def estimate_bytes(table: Table, fmt: Format) -> Size:
         low += a.size * fewest
         high += a.size * (most + ADDRESS_BYTES.get(fmt.name, 0)) + rows * ROW_OVERHEAD_BYTES
     return Size(low, high)
-
-
-def check_disk(path: str | os.PathLike[str], nbytes: int, what: str | None = None) -> None:
-    """Refuse (``OutputError``) an output of ``nbytes`` that cannot fit in the free space where ``path`` goes.
-
-    The free space is what an ordinary user may fill (``f_bavail``: root's reserve stays for the system), and all
-    of it must hold the new file: an existing output is replaced only once the new one is complete. A file system
-    that cannot tell is not checked. ``what`` names the output in the message when it is not ``path`` itself (a
-    table for stdout or ``--check`` is built in full in a temporary directory first).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> check_disk(tempfile.gettempdir() + "/pe.npy", 1024)   # fits: nothing happens
-    >>> check_disk(tempfile.gettempdir() + "/pe.npy", 2**80)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    posenc_cli.errors.OutputError: cannot write '/.../pe.npy': it needs at least 1.0 YiB and ... is free ...
-    """
-    directory = Path(os.path.realpath(path)).parent
-    try:
-        stats = os.statvfs(directory)
-    except OSError:
-        return
-    free = stats.f_bavail * stats.f_frsize
-    if nbytes > free:
-        where = f"cannot write {os.fspath(path)!r}: it" if what is None else f"{what}: it"
-        raise OutputError(
-            f"{where} needs at least {human(nbytes)} and {human(free)} is free on the file system of "
-            f"{str(directory)!r}; free some space, write elsewhere or ask for a smaller table"
-        )
-
-
-def check_memory(nbytes: int, what: str) -> None:
-    """Refuse (``PosencError``) to build ``what`` when it needs more than the ``nbytes`` the system can still give.
-
-    ``what`` names the work for the message: ``"the ALiBi bias matrix (64 x 262144)"``. The memory available is
-    :func:`available_memory`; when it is unknown nothing is refused.
-
-    Examples
-    --------
-    >>> check_memory(1 << 20, "a small table")
-    >>> check_memory(1 << 80, "the 2-D sincos table")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    posenc_cli.errors.PosencError: the 2-D sincos table needs about 1.0 YiB of memory and ... is available; ...
-    """
-    available = available_memory()
-    if available is not None and nbytes > available:
-        raise PosencError(
-            f"{what} needs about {human(nbytes)} of memory and {human(available)} is available; ask for a smaller "
-            "table, or a streaming one (generate, rope)"
-        )

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from . import _atomic, _resources
+from . import _resources
 from .encodings import sinusoidal
 from .errors import FormatError, OutputError, SpecError
 from .formats import (
@@ -48,7 +48,9 @@ from .formats import (
 from .formats.limits import check_param
 from .formats.options import check_name, name_from_path
 from .make import alibi, convert, generate, sincos2d
-from .read import PathLike, load, open_regular
+from .read import PathLike, load
+from .system import atomic as _atomic
+from .system.files import open_regular
 from .table import Table
 
 if TYPE_CHECKING:

@@ -41,7 +41,8 @@ from . import ranges
 from .errors import FormatError, SpecError
 from .formats.limits import MAX_METADATA, read_json
 from .params import BOOLEAN, ValueType, Wrong, spell
-from .read import PathLike, existing, open_regular
+from .read import PathLike, existing
+from .system.files import open_regular
 
 __all__ = ["KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
 

@@ -1,7 +1,7 @@
 """The parameters a user types, one record each: the single source of every surface that names them.
 
 A :class:`Param` is one option of one or more commands. From it come the click option (:mod:`posenc_cli.cli.options`),
-the manifest key and its check (:mod:`posenc_cli.build.manifest`), the reading of ``-s key=value`` and of recorded
+the manifest key and its check (:mod:`posenc_cli.manifest.reader`), the reading of ``-s key=value`` and of recorded
 parameters (:mod:`posenc_cli.verify`), the API keyword (the same word), the spelling in the command line recorded in
 C provenance comments (:func:`command_line`) and the reference in ``docs/commands.md``.
 

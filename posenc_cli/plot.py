@@ -196,7 +196,7 @@ def heatmap_png(
                 )
         save: dict[str, Any] = {"format": "png", "metadata": {"Software": None}}
         if isinstance(out, (str, os.PathLike)):
-            from ._atomic import atomic_outputs
+            from .system.atomic import atomic_outputs
 
             with atomic_outputs([Path(os.fspath(out))]) as (fp,):
                 fig.savefig(fp, **save)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import Union
 
 import numpy as np
 
@@ -22,11 +21,12 @@ from .dtypes import code_range, element_of, fixed_format, word_bits
 from .errors import FormatError, SpecError
 from .formats import FORMATS, Format, Load, by_name, companion_path, infer
 from .formats.limits import Budget
+from .system.files import open_regular
 from .table import Array, FileArray, Table
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["PathLike", "existing", "load", "load_each", "names", "open_regular", "opened"]
+__all__ = ["PathLike", "existing", "load", "load_each", "names", "opened"]
 
 
 def load(path: PathLike, *, format: str | None = None, max_memory: int | None = None, part: str | None = None) -> Table:
@@ -239,23 +239,3 @@ def _naming(path: Path) -> Iterator[None]:
         raise FormatError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     except FormatError as exc:
         raise FormatError(f"{str(path)!r}: {exc}") from None
-
-
-def open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file (after following links); ``FormatError`` otherwise.
-
-    Opened with ``O_NONBLOCK`` so that a FIFO cannot block the open, then checked with ``fstat`` on the open file
-    (no race between the check and the read).
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            what = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO, a device or a socket"
-            raise FormatError(f"not a regular file but {what}; posenc reads tables only from regular files")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise

@@ -433,7 +433,7 @@ def _conformer(table: Table, stored: Array, reference: Table, expected: Array) -
 def _settle(have: np.ndarray, converted: np.ndarray, want: np.ndarray, undecided: np.ndarray, name: str) -> np.ndarray:
     """Values read as float64 that fall exactly on a rounding boundary of ``name`` lost the digits that decide
     them; such a value is the expected one when posenc's own spelling of the expected value reads back to it."""
-    from .formats._spell import decimal
+    from .formats.text.spell import decimal
 
     spell = decimal(name)
     for flat in np.flatnonzero(undecided).tolist():

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import posenc_cli
-from posenc_cli import build as building
+from posenc_cli import manifest as building
 from posenc_cli.cli import cli
 
 from .conftest import require_tool, touch_later
@@ -851,3 +851,24 @@ def test_a_failed_build_leaves_the_stamp_as_it_was(tmp_path, monkeypatch):
     os.utime(tmp_path / "s.stamp", ns=(0, 0))
     assert_one_line_error(run("build", "--stamp", "s.stamp"), 1, "posenc did not write")
     assert (tmp_path / "s.stamp").stat().st_mtime_ns == 0
+
+
+def test_the_old_package_name_still_imports_and_warns_at_the_import():
+    """posenc_cli.build, the manifest package's name until issue #26, re-exports posenc_cli.manifest for one
+    release: the same objects, and a DeprecationWarning that names the line importing it (Python's default filters
+    then show it to a script that does)."""
+    sys.modules.pop("posenc_cli.build", None)
+    try:
+        with pytest.warns(DeprecationWarning, match=r"posenc_cli\.build is deprecated.*posenc_cli\.manifest") as seen:
+            import posenc_cli.build as old
+        assert [w.filename for w in seen] == [__file__]
+        assert old.__all__ == building.__all__ and {"build", "load_manifest", "depfile_text"} <= set(old.__all__)
+        assert [name for name in building.__all__ if getattr(old, name) is not getattr(building, name)] == []
+    finally:
+        sys.modules.pop("posenc_cli.build", None)
+        vars(posenc_cli).pop("build", None)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": ""}
+    script = [sys.executable, "-c", "import posenc_cli.build; print(posenc_cli.build.build.__module__)"]
+    done = subprocess.run(script, capture_output=True, text=True, check=True, env=env)
+    assert done.stdout == "posenc_cli.manifest.run\n"
+    assert done.stderr.startswith("<string>:1: DeprecationWarning: posenc_cli.build is deprecated"), done.stderr

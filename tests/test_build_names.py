@@ -1,4 +1,4 @@
-"""One rule for the names posenc gives build tools (posenc_cli/build/names.py): ``posenc build --list-outputs``,
+"""One rule for the names posenc gives build tools (posenc_cli/manifest/names.py): ``posenc build --list-outputs``,
 the depfile and CMake's ``posenc_add_manifest`` accept exactly the same names, and a refused name writes nothing.
 
 Every name of :data:`NAMES` is walked through each reader for real: the CLI's ``--list-outputs`` and ``--depfile``
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from posenc_cli.build import name_problem
-from posenc_cli.build.names import ALLOWED
 from posenc_cli.cli import cli
+from posenc_cli.manifest import name_problem
+from posenc_cli.manifest.names import ALLOWED
 
 from .conftest import require_tool, touch_later
 from .test_cmake import MODULE, Build, posenc_wrapper  # noqa: F401  (a fixture)

@@ -1,4 +1,4 @@
-"""Reading posenc's C outputs back (posenc_cli.formats.c_read): every variant round-trips bit for bit with its kind
+"""Reading posenc's C outputs back (posenc_cli.formats.c.reader): every variant round-trips bit for bit with its kind
 and parameters, values are read exactly as a C compiler reads them, and anything posenc did not write is refused
 with one clear line."""
 
@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 
 import posenc_cli
 from posenc_cli.errors import FormatError
-from posenc_cli.formats import FORMATS, _c_comment, _c_values, c_read
+from posenc_cli.formats import FORMATS
+from posenc_cli.formats.c import comment as c_comment
+from posenc_cli.formats.c import reader as c_read
+from posenc_cli.formats.c import values as c_values
 from posenc_cli.table import RowSource, Table
 
 from .conftest import require_tool
@@ -134,7 +137,7 @@ def test_parts_and_names(tmp_path):
 
 
 def test_large_tables_are_read_in_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(_c_values, "CHUNK", 4096)  # many blocks, and rows longer than one block
+    monkeypatch.setattr(c_values, "CHUNK", 4096)  # many blocks, and rows longer than one block
     for table in (posenc_cli.generate(700, 24), posenc_cli.generate(3, 3000, dtype="float64")):
         for suffix in (".h", ".c"):
             posenc_cli.save(table, tmp_path / f"big{suffix}")
@@ -142,19 +145,19 @@ def test_large_tables_are_read_in_blocks(tmp_path, monkeypatch):
 
 
 def test_parameter_types_come_back():
-    assert _c_comment.param("seq_len", "12") == 12
-    assert _c_comment.param("base", "10000.0") == 10000.0 and isinstance(_c_comment.param("base", "1e+16"), float)
-    assert _c_comment.param("cls_token", "False") is False
-    assert _c_comment.param("padding_idx", "007") == "007"  # str(7) is not the text: it stays text
-    assert _c_comment.param("base", "1.50") == "1.50"
-    assert _c_comment.param("short_factor", "1.0") == "1.0"  # text by definition
-    assert _c_comment.param("layout", "[sin x | cos x | sin y | cos y], rows y * width + x").startswith("[sin")
+    assert c_comment.param("seq_len", "12") == 12
+    assert c_comment.param("base", "10000.0") == 10000.0 and isinstance(c_comment.param("base", "1e+16"), float)
+    assert c_comment.param("cls_token", "False") is False
+    assert c_comment.param("padding_idx", "007") == "007"  # str(7) is not the text: it stays text
+    assert c_comment.param("base", "1.50") == "1.50"
+    assert c_comment.param("short_factor", "1.0") == "1.0"  # text by definition
+    assert c_comment.param("layout", "[sin x | cos x | sin y | cos y], rows y * width + x").startswith("[sin")
 
 
 # ------------------------------------------------------------------------------------ exact literal reading
 def header_with(literals: list[str]) -> bytes:
     """A posenc float32 header of one row holding ``literals`` (hand-edited values, as a user might)."""
-    from posenc_cli.formats.c import dump_header_only
+    from posenc_cli.formats.c.writer import dump_header_only
     from posenc_cli.formats.options import WriteOptions
 
     buf = io.BytesIO()
@@ -203,7 +206,7 @@ def nearest_float32_bits(value: Fraction) -> int:
 
 def read_literals(literals: list[str], ctype: str = "float", name: str = "float32") -> np.ndarray:
     """The values c_read gives hand-written literals (the value layer: whole files with them are refused)."""
-    return _c_values.convert(", ".join(literals).encode(), ctype, name)
+    return c_values.convert(", ".join(literals).encode(), ctype, name)
 
 
 def test_halfway_literals_are_rounded_from_their_digits():
@@ -247,7 +250,7 @@ def test_half_literals_are_floats_converted_to_binary16():
 
 # ------------------------------------------------------------------------------------------- hostile input
 def posenc_header(table: Table | None = None, **options: object) -> bytes:
-    from posenc_cli.formats.c import dump_header_only
+    from posenc_cli.formats.c.writer import dump_header_only
     from posenc_cli.formats.options import WriteOptions
 
     buf = io.BytesIO()
@@ -450,7 +453,7 @@ def test_the_identity_is_the_same_for_the_same_values_however_they_are_held(tmp_
     posenc_cli.save(generated, tmp_path / "c.bin", name="pe")
     assert identity_of(tmp_path / "a.h") == identity_of(tmp_path / "b.h") == identity_of(tmp_path / "c.h")
     # The .h alone (no .c written before it in the same save) computes the same identity.
-    from posenc_cli.formats.c import dump_declarations
+    from posenc_cli.formats.c.writer import dump_declarations
     from posenc_cli.formats.options import WriteOptions
 
     buf = io.BytesIO()
@@ -489,7 +492,7 @@ def test_an_edited_value_in_a_c_file_is_read_as_the_compiler_reads_it(tmp_path):
 # -------------------------------------------------------------------------------------------- comment escaping
 @given(st.text(max_size=40))
 def test_comment_escaping_is_safe_and_idempotent(text):
-    from posenc_cli.formats._c_names import comment_line, comment_safe
+    from posenc_cli.formats.c.names import comment_line, comment_safe
 
     line = comment_line(text)
     assert line.isascii() or line.isprintable()

@@ -555,4 +555,4 @@ def test_the_cxx_declarations_header_alone_says_what_it_is(tmp_path):
     with pytest.raises(FormatError, match=r"'.*pe\.hpp': this is the declarations header of a \.cpp/\.hpp pair: it "):
         posenc_cli.load(header)
     with open(header, "rb") as fp, pytest.raises(FormatError, match=r"it holds no values; read pe\.cpp"):
-        posenc_cli.formats.c_read.load(io.BufferedReader(fp))  # type: ignore[arg-type]
+        posenc_cli.formats.c.reader.load(io.BufferedReader(fp))  # type: ignore[arg-type]

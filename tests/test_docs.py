@@ -190,7 +190,7 @@ def test_every_list_of_the_kinds_names_them_all(page, marker):
 
 
 def test_the_manifests_example_names_every_table_command():
-    from posenc_cli.build import manifest
+    from posenc_cli.manifest import reader as manifest
 
     line = next(line for line in (manifest.__doc__ or "").splitlines() if 'command = "generate"' in line)
     comment = line.split("#", 1)[1]
@@ -199,11 +199,11 @@ def test_the_manifests_example_names_every_table_command():
 
 def test_the_out_of_memory_advice_names_the_streaming_kinds():
     """The advice "ask for ... a streaming one (generate, rope)" names the kinds made as they are written."""
-    from posenc_cli import _resources
     from posenc_cli.errors import PosencError
+    from posenc_cli.system import capacity
 
     with pytest.raises(PosencError) as caught:
-        _resources.check_memory(1 << 80, "the table")
+        capacity.check_memory(1 << 80, "the table")
     said = re.search(r"a streaming one \(([^)]*)\)", str(caught.value))
     assert said is not None and said.group(1).split(", ") == [k.command for k in KINDS.values() if k.lazy]
 

@@ -1,4 +1,4 @@
-"""C23 ``#embed`` in the ``.h`` of a ``.bin`` (:mod:`posenc_cli.formats._c_bin`), built by real compilers.
+"""C23 ``#embed`` in the ``.h`` of a ``.bin`` (:mod:`posenc_cli.formats.c.bin`), built by real compilers.
 
 One translation unit defines ``<NAME>_INCBIN`` and includes the header (and uses the arrays through it); a second
 unit includes it alone and prints every entry's bit pattern, its ``sizeof``, its alignment, and whether the first

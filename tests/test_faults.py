@@ -24,11 +24,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from posenc_cli import _atomic, _resources, _signals, api
+from posenc_cli import _resources, api
 from posenc_cli.cli import cli
 from posenc_cli.errors import OutputError, PosencError
 from posenc_cli.formats import FORMATS
-from posenc_cli.formats._spell import bfloat16_text
+from posenc_cli.formats.text.spell import bfloat16_text
+from posenc_cli.system import atomic, capacity, signals
 from posenc_cli.table import RowSource, Table
 
 from .conftest import require_tool
@@ -55,7 +56,7 @@ def one_error_line(stderr: str) -> str:
 
 
 def temps(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.name.endswith(_atomic.TMP_SUFFIX))
+    return sorted(p for p in directory.iterdir() if p.name.endswith(atomic.TMP_SUFFIX))
 
 
 def _child_setup(file_size: int) -> Callable[[], None]:
@@ -111,7 +112,7 @@ def wait_for_growing_temp(directory: Path, proc: subprocess.Popen[str], at_least
 
 def test_temporary_file_is_named_after_target_and_writer_and_locked(tmp_path):
     out = tmp_path / "pe.npy"
-    with _atomic.atomic_outputs([out]) as (fp,):
+    with atomic.atomic_outputs([out]) as (fp,):
         fp.write(b"abc")
         (tmp,) = temps(tmp_path)
         assert tmp.name.startswith(f".pe.npy.{os.getpid()}.") and tmp.name.endswith(".posenc-tmp")
@@ -153,7 +154,7 @@ def test_only_temporary_files_of_gone_writers_are_removed(tmp_path):
         locked = os.open(tmp_path / names["locked"], os.O_RDWR)
         fcntl.flock(locked, fcntl.LOCK_EX)
         try:
-            assert _atomic.remove_stale_temps(out) == [tmp_path / names["stale"]]
+            assert atomic.remove_stale_temps(out) == [tmp_path / names["stale"]]
         finally:
             os.close(locked)
         kept = {p.name for p in tmp_path.iterdir()}
@@ -200,22 +201,22 @@ class _InterruptedInDel:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc", [KeyboardInterrupt(), _signals.Terminated(signal.SIGTERM)], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), signals.Terminated(signal.SIGTERM)], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupt_python_would_swallow_ends_the_block_silently(exc, capsys):
     went_on = False
     with pytest.raises(type(exc)):
-        with _signals.terminating_cleanly():
+        with signals.terminating_cleanly():
             _InterruptedInDel(exc)  # Python prints "Exception ignored in ..." and goes on, unless kept
             went_on = True
     assert went_on and capsys.readouterr().err == ""
-    _signals.raise_swallowed()  # nothing is left over for the next block
+    signals.raise_swallowed()  # nothing is left over for the next block
 
 
 def test_an_interrupt_python_would_swallow_replaces_no_output(tmp_path):
     out = tmp_path / "pe.npy"
     out.write_bytes(PREVIOUS)
     with pytest.raises(KeyboardInterrupt):
-        with _signals.terminating_cleanly(), _atomic.atomic_outputs([out]) as (fp,):
+        with signals.terminating_cleanly(), atomic.atomic_outputs([out]) as (fp,):
             fp.write(b"new bytes")
             _InterruptedInDel(KeyboardInterrupt())
     assert out.read_bytes() == PREVIOUS and [p.name for p in tmp_path.iterdir()] == ["pe.npy"]
@@ -224,7 +225,7 @@ def test_an_interrupt_python_would_swallow_replaces_no_output(tmp_path):
 def test_other_unraisable_errors_still_reach_pythons_hook(monkeypatch):
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: seen.append(type(unraisable.exc_value)))
-    with _signals.terminating_cleanly():
+    with signals.terminating_cleanly():
         _InterruptedInDel(ValueError("a bug in a __del__"))
     assert seen == [ValueError] and sys.unraisablehook is not None
 
@@ -418,13 +419,13 @@ def test_symlink_is_followed_and_its_target_replaced_atomically(tmp_path, monkey
     link.symlink_to(Path("tables") / "pe.npy")
     before = real.stat().st_ino
     temp_dirs = []
-    mkstemp = _atomic.tempfile.mkstemp
+    mkstemp = atomic.tempfile.mkstemp
 
     def recording(**kwargs):
         temp_dirs.append(Path(kwargs["dir"]))
         return mkstemp(**kwargs)
 
-    monkeypatch.setattr(_atomic.tempfile, "mkstemp", recording)
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", recording)
     assert run("generate", "-n", "8", "-d", "8", "-o", str(link)).exit_code == 0
     assert link.is_symlink() and os.readlink(link) == str(Path("tables") / "pe.npy")
     assert np.load(real).shape == (8, 8) and real.stat().st_ino != before  # a new file renamed over the old one
@@ -561,9 +562,9 @@ def test_text_estimate_bounds_bare_arrays_without_a_dtype_parameter(tmp_path, dt
 def test_check_disk_refuses_what_the_free_space_cannot_hold(tmp_path):
     stats = os.statvfs(tmp_path)
     free = stats.f_bavail * stats.f_frsize
-    _resources.check_disk(tmp_path / "pe.npy", min(free, 1 << 20))
+    capacity.check_disk(tmp_path / "pe.npy", min(free, 1 << 20))
     with pytest.raises(OutputError) as caught:
-        _resources.check_disk(tmp_path / "pe.npy", free + (1 << 30))
+        capacity.check_disk(tmp_path / "pe.npy", free + (1 << 30))
     message = str(caught.value)
     assert str(tmp_path / "pe.npy") in message and "needs at least" in message and "iB is free" in message
 
@@ -574,26 +575,26 @@ def test_an_absurd_table_is_refused_at_once_by_its_size(tmp_path):
     size = _resources.estimate_bytes(table, FORMATS["npy"])
     assert size.low == 2**54
     with pytest.raises(OutputError, match=r"needs at least 16\.0 PiB"):
-        _resources.check_disk(tmp_path / "x.npy", size.low)
+        capacity.check_disk(tmp_path / "x.npy", size.low)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_check_memory_refuses_more_than_is_available(monkeypatch):
-    available = _resources.available_memory()
+    available = capacity.available_memory()
     assert available is None or available > 0
-    monkeypatch.setattr(_resources, "available_memory", lambda: 3 << 30)
-    _resources.check_memory(1 << 30, "the ALiBi bias matrix")
+    monkeypatch.setattr(capacity, "available_memory", lambda: 3 << 30)
+    capacity.check_memory(1 << 30, "the ALiBi bias matrix")
     with pytest.raises(PosencError) as caught:
-        _resources.check_memory(5 << 30, "the ALiBi bias matrix (64 x 262144)")
+        capacity.check_memory(5 << 30, "the ALiBi bias matrix (64 x 262144)")
     assert "the ALiBi bias matrix (64 x 262144) needs about 5.0 GiB of memory and 3.0 GiB is available" in str(
         caught.value
     )
-    monkeypatch.setattr(_resources, "available_memory", lambda: None)
-    _resources.check_memory(1 << 80, "anything")  # unknown: never a reason to refuse
+    monkeypatch.setattr(capacity, "available_memory", lambda: None)
+    capacity.check_memory(1 << 80, "anything")  # unknown: never a reason to refuse
 
 
 def test_available_memory_honours_the_process_limits():
-    script = "from posenc_cli._resources import available_memory; print(available_memory())"
+    script = "from posenc_cli.system.capacity import available_memory; print(available_memory())"
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY))
@@ -630,9 +631,9 @@ def test_in_memory_builds_stay_within_their_declared_work_memory():
 
 
 def test_sizes_in_human_units():
-    assert _resources.human(0) == "0 bytes"
-    assert _resources.human(1536) == "1.5 KiB"
-    assert _resources.human(2**54) == "16.0 PiB"
+    assert capacity.human(0) == "0 bytes"
+    assert capacity.human(1536) == "1.5 KiB"
+    assert capacity.human(2**54) == "16.0 PiB"
 
 
 def test_streaming_writers_never_hold_the_whole_table():
@@ -689,7 +690,7 @@ def test_a_table_built_in_memory_that_cannot_fit_is_refused_at_once(tmp_path, ar
 
 
 def test_the_api_refuses_a_whole_table_larger_than_memory_and_streams_it_lazily(monkeypatch):
-    monkeypatch.setattr(_resources, "available_memory", lambda: 1 << 20)
+    monkeypatch.setattr(capacity, "available_memory", lambda: 1 << 20)
     with pytest.raises(PosencError, match=r"needs about 256\.0 MiB of memory and 1\.0 MiB is available"):
         api.generate(4096, 1024)
     with pytest.raises(PosencError, match="the RoPE caches"):

@@ -15,7 +15,7 @@ import pytest
 import posenc_cli
 from posenc_cli.errors import FormatError, SpecError
 from posenc_cli.formats import FORMATS, WriteOptions, by_name, infer, npy
-from posenc_cli.formats import csv as csv_format
+from posenc_cli.formats import csvfile as csv_format
 from posenc_cli.formats.options import check_name, name_from_path
 from posenc_cli.table import Table
 

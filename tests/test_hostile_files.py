@@ -418,7 +418,7 @@ def test_csv_with_ten_million_columns_is_refused_in_bounded_memory(tmp_path):
 
 
 def test_csv_line_longer_than_the_limit_is_refused(tmp_path):
-    from posenc_cli.formats.csv import MAX_LINE
+    from posenc_cli.formats.csvfile import MAX_LINE
 
     path = tmp_path / "long.csv"
     path.write_bytes(b"1" * (MAX_LINE + 1) + b"\n")

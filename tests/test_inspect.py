@@ -1,4 +1,4 @@
-"""posenc_cli.inspect: describe, regenerate and verify tables read from every format posenc reads.
+"""posenc_cli.describe: describe, regenerate and verify tables read from every format posenc reads.
 
 Facts are checked against independent computations (hashlib over the loaded bytes, NumPy and ml_dtypes for the
 real values); a value flipped in a file is found at its index, with both values.
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import posenc_cli
+from posenc_cli.describe import Mismatch, describe, parse_settings, regenerate, verify
 from posenc_cli.dtypes import decode
 from posenc_cli.errors import SpecError
 from posenc_cli.formats import FORMATS
-from posenc_cli.inspect import Mismatch, describe, parse_settings, regenerate, verify
 from posenc_cli.table import Table
 
 READABLE = [name for name, fmt in FORMATS.items() if fmt.load is not None]
@@ -423,7 +423,7 @@ def test_decode_gives_real_values():
 
 
 def test_module_stays_out_of_the_cli():
-    import posenc_cli.inspect as module
+    import posenc_cli.describe as module
 
     source = Path(module.__file__).read_text()
     assert not re.search(r"^\s*(import|from)\s+(click|rich)", source, re.M) and "print(" not in source

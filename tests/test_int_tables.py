@@ -23,11 +23,12 @@ from safetensors.numpy import load_file
 import posenc_cli
 from posenc_cli.cli import cli
 from posenc_cli.errors import FormatError, SpecError
-from posenc_cli.formats import WriteOptions, c_read
-from posenc_cli.formats import csv as csv_format
-from posenc_cli.formats._spell import element_name, is_affine
-from posenc_cli.formats.c import dump_header_only
+from posenc_cli.formats import WriteOptions
+from posenc_cli.formats import csvfile as csv_format
+from posenc_cli.formats.c import reader as c_read
+from posenc_cli.formats.c.writer import dump_header_only
 from posenc_cli.formats.limits import Budget
+from posenc_cli.formats.text.spell import element_name, is_affine
 from posenc_cli.table import Table
 
 from .conftest import require_tool

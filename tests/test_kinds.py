@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from posenc_cli import api, build, verify
+from posenc_cli import api, verify
+from posenc_cli import manifest as build
 from posenc_cli.cli import cli
 from posenc_cli.formats import C_OPTIONS
 from posenc_cli.kinds import CONVERT, KINDS, OUTPUT, RUN

@@ -26,12 +26,12 @@ from click.testing import CliRunner
 import posenc_cli
 from posenc_cli import verify as checking
 from posenc_cli.cli import cli
+from posenc_cli.describe import describe
 from posenc_cli.errors import FormatError
 from posenc_cli.formats import _blocks
 from posenc_cli.formats import npy as npy_format
 from posenc_cli.formats import npz as npz_format
 from posenc_cli.formats._hdf5_values import MAX_BAND
-from posenc_cli.inspect import describe
 from posenc_cli.read import opened
 from posenc_cli.table import FileArray
 

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 import posenc_cli
 from posenc_cli.cli import cli
 from posenc_cli.errors import FormatError
-from posenc_cli.formats import csv as csv_format
+from posenc_cli.formats import csvfile as csv_format
 from posenc_cli.formats.limits import MAX_NESTING, Budget
 
 from .conftest import require_tool

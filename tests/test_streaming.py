@@ -168,7 +168,7 @@ def test_a_fifo_put_where_the_target_was_is_never_read(tmp_path: Path) -> None:
     was checked (a hostile swap) is opened without blocking, seen not to be a regular file, and left unread."""
     import os
 
-    from posenc_cli._atomic import _FlushingFile
+    from posenc_cli.system.atomic import _FlushingFile
 
     fifo = tmp_path / "t.npy"
     os.mkfifo(fifo)

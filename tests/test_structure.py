@@ -1,5 +1,6 @@
 """The house's structure, read from the code with ``ast``: imports point one way, no circles, no private names
-taken from another module, formats/ free of encodings/, nothing imports the CLI, no module over 600 lines.
+taken from another module, formats/ free of encodings/ and everything above, system/ on errors alone, nothing
+imports the CLI, no module over 600 lines, no module named like a standard-library module.
 
 Every import counts, at module level or inside a function (a lazy import is still a dependency; hiding a circle in
 a function was how the old cli modules got by), except under ``if TYPE_CHECKING:`` and ``if __name__ ==
@@ -9,6 +10,7 @@ a function was how the old cli modules got by), except under ``if TYPE_CHECKING:
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,14 +164,34 @@ def test_no_private_attribute_of_another_posenc_module_is_used():
                     )
 
 
+#: What formats/ stands on: itself, the system layer, and the shared values (errors, Table, element types,
+#: parameter records, the version every file records). Everything else is above it (encodings, kinds, the API, the
+#: manifest, the desk, the CLI): an allowlist, so that a layer added later is above formats/ without a word here.
+FORMATS_STAND_ON = ("posenc_cli.formats", "posenc_cli.system", "posenc_cli.errors", "posenc_cli.table",
+                    "posenc_cli.dtypes", "posenc_cli.params", "posenc_cli._version")  # fmt: skip
+
+
+def within(name: str, packages: tuple[str, ...]) -> bool:
+    """Whether module ``name`` is one of ``packages`` or inside one."""
+    return name in packages or name.startswith(tuple(f"{package}." for package in packages))
+
+
 def test_formats_never_import_encodings_or_anything_above_them():
-    above = ("posenc_cli.encodings", "posenc_cli.api", "posenc_cli.make", "posenc_cli.kinds", "posenc_cli.cli",
-             "posenc_cli.build", "posenc_cli.inspect", "posenc_cli.verify", "posenc_cli.plot")  # fmt: skip
     for name in MODULES:
         if not name.startswith("posenc_cli.formats"):
             continue
         for target, _, line in imports(name):
-            assert not target.startswith(above), f"{name}:{line} imports {target}"
+            assert within(target, FORMATS_STAND_ON), f"{name}:{line} imports {target}"
+
+
+def test_the_system_layer_stands_on_errors_alone():
+    """system/ (atomic replace, signals, available memory and disk, opening a regular file) knows no table, kind or
+    format: it imports nothing of posenc but errors, so every layer above (formats for the memory a read may take,
+    the API and the CLI for outputs) can use it without a circle."""
+    for name in MODULES:
+        if name.startswith("posenc_cli.system"):
+            for target, _, line in imports(name):
+                assert within(target, ("posenc_cli.system", "posenc_cli.errors")), f"{name}:{line} imports {target}"
 
 
 def test_encodings_are_pure_math():
@@ -188,6 +210,14 @@ def test_nothing_imports_the_cli():
             assert not target.startswith("posenc_cli.cli"), f"{name}:{line} imports {target}"
 
 
+def test_nothing_imports_the_deprecated_build_module():
+    """posenc_cli.build only re-exports posenc_cli.manifest for old imports, and warns when imported: a module of
+    posenc that imported it would warn on every run."""
+    for name in MODULES:
+        for target, _, line in imports(name):
+            assert target != "posenc_cli.build", f"{name}:{line} imports {target}"
+
+
 def test_click_and_rich_stay_in_the_cli():
     for name, path in MODULES.items():
         if name.startswith("posenc_cli.cli") or name in ("posenc_cli._cli_types", "posenc_cli.plot"):
@@ -204,6 +234,40 @@ def test_click_and_rich_stay_in_the_cli():
 def test_no_module_is_over_600_lines(name):
     lines = MODULES[name].read_text().count("\n")
     assert lines <= MAX_LINES, f"{MODULES[name].relative_to(PACKAGE.parent)} has {lines} lines"
+
+
+#: Modules that may keep a standard-library name, each with the reason it cannot shadow that module.
+STDLIB_NAMES_KEPT = {
+    # Python imports its own encodings package while it starts, before a script's folder joins sys.path
+    # (test_a_kept_standard_library_name_cannot_shadow_its_module), and `import encodings` finds it in sys.modules.
+    # Renaming the layer is the kinds half of issue #26's call: every kind and maker imports it.
+    "posenc_cli.encodings": "encodings",
+}
+
+
+def stdlib_named(names: list[str]) -> list[str]:
+    """The modules of ``names`` whose own name is a standard-library module's (``posenc_cli.inspect``)."""
+    return [name for name in names if name.rpartition(".")[2] in sys.stdlib_module_names]
+
+
+def test_no_module_is_named_like_a_standard_library_module():
+    """A script run from inside the package (``python posenc_cli/x.py``) has that folder first on sys.path: a module
+    there named like one of the standard library's is what ``import <name>`` gets, for the script and for every
+    library it imports. posenc_cli/inspect.py broke ``import dataclasses`` that way (now describe.py); csv.py is
+    csvfile.py, system/ is not io/ for the same reason."""
+    assert [name for name in stdlib_named(sorted(MODULES)) if name not in STDLIB_NAMES_KEPT] == []
+    assert stdlib_named(["posenc_cli.inspect", "posenc_cli.formats.csv", "posenc_cli.io", "posenc_cli.describe"]) == [
+        "posenc_cli.inspect", "posenc_cli.formats.csv", "posenc_cli.io"]  # fmt: skip
+
+
+def test_a_kept_standard_library_name_cannot_shadow_its_module():
+    import subprocess
+
+    for name, stdlib in STDLIB_NAMES_KEPT.items():
+        assert name in MODULES and stdlib in sys.stdlib_module_names
+        code = f"import sys; print({stdlib!r} in sys.modules)"  # before the script's first line: -S, no site
+        loaded = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
+        assert loaded.stdout == "True\n", name
 
 
 def test_the_checks_can_fail():
@@ -229,7 +293,7 @@ def test_the_shared_values_stand_on_nothing_but_errors():
 
 
 def test_no_module_of_the_package_is_ignored_by_git():
-    """A .gitignore line (``build/``) once kept posenc_cli/build/ out of every clean clone."""
+    """A .gitignore line (``build/``) once kept posenc_cli/build/ (now manifest/) out of every clean clone."""
     import shutil
     import subprocess
 

@@ -1,4 +1,4 @@
-"""The text writers' number spelling (``posenc_cli.formats._text``) against independent references.
+"""The text writers' number spelling (``posenc_cli.formats.text``) against independent references.
 
 The references are NumPy's own ``str(np.float32(v))`` (Dragon4) and Python's ``repr(float(v))``, never the module
 under test; every spelling is also read back with ``float()`` / ``np.float32()``. The fast float32 path is
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from posenc_cli.errors import FormatError
-from posenc_cli.formats import _text, _text_digits, _text_records
-from posenc_cli.formats._text import join_rows, shortest
+from posenc_cli.formats.text import _digits, _records, floats
+from posenc_cli.formats.text.floats import join_rows, shortest
 
 
 def ref32(values: np.ndarray) -> list[str]:
@@ -70,8 +70,8 @@ def test_random_bit_patterns_read_back():
 def test_chunks_threads_and_row_widths_do_not_matter(width, chunk, workers, monkeypatch):
     """Chunks of whole rows or pieces of one row (a row wider than a chunk), in this thread or in workers."""
     if chunk:
-        monkeypatch.setattr(_text, "_CHUNK", chunk)
-        monkeypatch.setattr(_text, "_WORKERS", workers)
+        monkeypatch.setattr(floats, "_CHUNK", chunk)
+        monkeypatch.setattr(floats, "_WORKERS", workers)
     values = random_bits32(30_000, seed=width)
     values[::3] = np.sin(np.arange(values[::3].size)).astype(np.float32)
     assert fast32(values, width) == ref32(values)
@@ -196,13 +196,13 @@ def test_subnormals():
 @pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.0.0", reason="counts numpy 2's float formatting calls")
 def test_slow_path_is_rare_in_positional_tables(monkeypatch):
     calls = []
-    original = _text_digits._dragon4_digits
+    original = _digits._dragon4_digits
 
     def counting(value):
         calls.append(value)
         return original(value)
 
-    monkeypatch.setattr(_text_digits, "_dragon4_digits", counting)
+    monkeypatch.setattr(_digits, "_dragon4_digits", counting)
     table = np.sin(np.arange(512)[:, None] * 10000.0 ** (-np.arange(512) / 512)).astype(np.float32)
     assert_same32(table)
     assert len(calls) == 0
@@ -218,8 +218,8 @@ def _format_in_child(queue) -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_worker_threads_survive_fork(monkeypatch):
     """A forked child (multiprocessing's default on Linux) formats with threads of its own."""
-    monkeypatch.setattr(_text, "_WORKERS", 2)
-    monkeypatch.setattr(_text, "_CHUNK", 50_000)
+    monkeypatch.setattr(floats, "_WORKERS", 2)
+    monkeypatch.setattr(floats, "_CHUNK", 50_000)
     values = np.sin(np.arange(300_000, dtype=np.float32)).reshape(300, 1000)
     want = join_rows(values, seps=[b","] * 999 + [b"\n"])  # the parent's pool exists now
     context = multiprocessing.get_context("fork")
@@ -245,7 +245,7 @@ def test_print_options_do_not_matter():
 def test_numpy_before_2_3_keeps_values_below_1e16_positional(monkeypatch):
     """NumPy < 2.3 wrote float32 values up to 1e16 positionally (``1000000.0``); the module follows the installed
     NumPy. Emulated here by moving the switch, with NumPy's positional formatter as the reference."""
-    monkeypatch.setattr(_text_records, "_POSITIONAL_MAX32", np.float32(1e16))
+    monkeypatch.setattr(_records, "_POSITIONAL_MAX32", np.float32(1e16))
     values = np.concatenate([random_bits32(20_000, seed=6), np.geomspace(1e5, 1e17, 3001, dtype=np.float32)])
     values = values.reshape(1, -1)
     expected = []
@@ -296,7 +296,7 @@ def test_c_layout(small_blocks):
 @pytest.fixture(params=["arrays", "one by one"])
 def small_blocks(request, monkeypatch):
     """Run a test twice: small blocks through the array code too, and through the value-by-value code."""
-    monkeypatch.setattr(_text, "_FEW", 0 if request.param == "arrays" else 10**9)
+    monkeypatch.setattr(floats, "_FEW", 0 if request.param == "arrays" else 10**9)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -24,9 +24,9 @@ from typing import Any, NoReturn
 
 import click
 
-from .. import _atomic
 from .._printable import printable
 from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, SpecError
+from ..system import atomic
 
 __all__ = [
     "FORMER_SHORTS",
@@ -58,7 +58,7 @@ class PosencGroup(click.Group):
         self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
     ) -> Any:
         extra.pop("standalone_mode", None)
-        from .._signals import Terminated, terminating_cleanly  # SIGTERM, SIGHUP unwind like Ctrl-C
+        from ..system.signals import Terminated, terminating_cleanly  # SIGTERM, SIGHUP unwind like Ctrl-C
 
         if sys.stdout is None:  # started with stdout closed (>&-): writing to it must fail, not vanish
             sys.stdout = ClosedStream()
@@ -210,11 +210,11 @@ def advice(paths: Sequence[Path] | None, *, quiet: bool) -> Iterator[None]:
     ``quiet``. So it is said once, where users see it, when the file is made: not for a rewrite that left the file
     as it was, not under ``--check`` (which writes nothing). Other warnings raised inside go on to the enclosing
     :func:`notes`."""
-    before = [_atomic.identity(path) for path in paths or ()]
+    before = [atomic.identity(path) for path in paths or ()]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PosencAdvice)
         yield
-    written = paths is None or any(_atomic.identity(p) != old for p, old in zip(paths, before, strict=True))
+    written = paths is None or any(atomic.identity(p) != old for p, old in zip(paths, before, strict=True))
     for note in caught:
         if not issubclass(note.category, PosencAdvice):
             warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)

@@ -1,4 +1,4 @@
-"""``posenc build``: the click command over :mod:`posenc_cli.build` (every table of a manifest, and a depfile).
+"""``posenc build``: the click command over :mod:`posenc_cli.manifest` (every table of a manifest, and a depfile).
 
 Errors are one line, exit 2 for a bad manifest or usage, 1 for a failed write; ``--check`` exits 1 when an output
 would change.
@@ -7,8 +7,8 @@ For build systems that must know a manifest's outputs before they run it (CMake'
 ``--list-outputs`` prints every file the build writes, one absolute path a line, and writes nothing, not even the
 folders ``--make-dirs`` creates for a build (inside the output root only, so that a fresh build tree, which has
 none of them, can be built). ``--list-outputs``, ``--depfile`` and so CMake refuse the same names
-(:mod:`posenc_cli.build.names`), before anything is written. For make, ``--stamp`` updates a stamp at every
-successful build (:mod:`posenc_cli.build.stamp`).
+(:mod:`posenc_cli.manifest.names`), before anything is written. For make, ``--stamp`` updates a stamp at every
+successful build (:mod:`posenc_cli.manifest.stamp`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import click
 
-from .. import _atomic
-from .. import build as building
+from .. import manifest as building
 from ..errors import SpecError
 from ..kinds import RUN
+from ..system import atomic
 from ..table import Table
 from ._run import advice, mapped_errors, notes, say
 from .options import option
@@ -156,7 +156,7 @@ def build_command(
                 raise SpecError(f"the depfile and the stamp are one file, {depfile!r}: name two", param="stamp")
             if depfile is not None:
                 building.check_depfile(plan, depfile)
-                _atomic.check_writable(Path(depfile))
+                atomic.check_writable(Path(depfile))
                 building.depfile_text(plan, manifest, stamp=stamp)
             if stamp is not None:
                 building.check_stamp(plan, stamp)

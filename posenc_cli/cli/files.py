@@ -11,9 +11,9 @@ import click
 from .. import api
 from .. import verify as checking
 from .._printable import printable
+from ..describe import describe
 from ..errors import SpecError
 from ..formats import C_OPTIONS, Format
-from ..inspect import describe
 from ..kinds import CONVERT, KINDS, OUTPUT
 from ..params import command_line
 from ..read import opened

@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
-from .. import _atomic, api
+from .. import api
 from .._cli_types import FLOAT, INT, IntRange
 from ..encodings import presets
 from ..errors import SpecError
+from ..system import atomic
 from ..table import Table
 from ._run import mapped_errors
 from .options import ClickChoice, max_memory
@@ -91,7 +92,7 @@ def plot_command(
         out = Path(output)
         if out.suffix.lower() != ".png":
             raise SpecError(f"the output must be a .png file, got {output!r}", param="output")
-        _atomic.check_writable(out)
+        atomic.check_writable(out)
         table = _source(ctx.params)
         if title is not None:  # bytes that are not UTF-8 (a shell's $'\xff') arrive as lone surrogates
             title = title.encode("utf-8", "replace").decode("utf-8")

@@ -16,11 +16,12 @@ from typing import Any
 import click
 import numpy as np
 
-from .. import _atomic, api
+from .. import api
 from .._printable import printable
 from ..dtypes import element_of
 from ..errors import PosencWarning, SpecError
 from ..formats import C_OPTIONS, FORMATS
+from ..system import atomic
 from ..table import RowSource, Table
 from ._run import advice, notes, say
 
@@ -78,7 +79,7 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
             table = table.part(p["part"])
         except KeyError as exc:
             raise SpecError(str(exc.args[0]), param="part") from None
-    before = {path: _atomic.identity(path) for path in out.paths} if p["verbose"] else {}
+    before = {path: atomic.identity(path) for path in out.paths} if p["verbose"] else {}
     digests: dict[str, str] = {}
     label = f"writing {Path(out.paths[0]).name}" if not to_stdout else "writing to stdout"
     bar = progress(table, label=label, text=out.format.text, quiet=p["quiet"] or to_stdout)
@@ -109,7 +110,7 @@ def write(ctx: click.Context, make: Callable[[], Table], command: Callable[[str]
         if len({shape.rsplit(" ", 1)[1] for shape in shapes}) == 1:  # one type: said once, as before
             shapes = [shape.rsplit(" ", 1)[0] for shape in shapes[:-1]] + shapes[-1:]
         for path in written:
-            what = "unchanged:" if before.get(path) is not None and before[path] == _atomic.identity(path) else "wrote"
+            what = "unchanged:" if before.get(path) is not None and before[path] == atomic.identity(path) else "wrote"
             say(f"{what} {path} ({out.format.name}, {', '.join(shapes)}, {path.stat().st_size:,} bytes)")
 
 

@@ -70,7 +70,7 @@
 #               dependency). A bad manifest stops the configure step with posenc's one-line error, and so does an
 #               output or input named with a character a build tool would misread ('$', '#', ';', a leading '~',
 #               ...): posenc applies one rule to the names it lists, to its depfile and so to this function
-#               (docs/build.md, posenc_cli/build/names.py).
+#               (docs/build.md, posenc_cli/manifest/names.py).
 #   OUTPUT_DIR  Where the outputs go (their folders are created); relative to CMAKE_CURRENT_BINARY_DIR.
 #               Default ${CMAKE_CURRENT_BINARY_DIR}/posenc. It is on the target's include path: an output
 #               "tables/pe.h" is #include "tables/pe.h".
@@ -788,7 +788,7 @@ function(posenc_add_manifest target manifest)
     message(FATAL_ERROR "${_fn}: posenc cannot build ${_manifest}:\n${_err}")
   endif()
   # One absolute path a line. posenc refuses, here as in its depfile, every name a build tool would misread
-  # (posenc_cli/build/names.py: '$', '#', ';', newlines, a leading '~', ...): the one rule, applied by posenc.
+  # (posenc_cli/manifest/names.py: '$', '#', ';', newlines, a leading '~', ...): the one rule, applied by posenc.
   string(REGEX REPLACE "\n$" "" _listed "${_listed}")
   string(REPLACE "\n" ";" _listed "${_listed}")
   set(_outputs "")

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import FormatError
-from .limits import human
+from ..system.capacity import human
 
 #: The HDF5 filters posenc decodes (by filter id); a dataset through any other filter is refused.
 FILTERS = {1: "deflate (gzip)", 2: "shuffle", 3: "fletcher32"}

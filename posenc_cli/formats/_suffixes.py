@@ -6,8 +6,8 @@
 forced onto ``pe.txt``) pairs with a ``.h``. Suffixes are compared in lower case, and the header's is always
 written in lower case (``PE.CPP`` pairs with ``PE.hpp``, as ``PE.C`` pairs with ``PE.h``).
 
-Kept apart from the writers so that the registry (:mod:`posenc_cli.formats`) and :mod:`posenc_cli.formats.c` share
-one table without the registry importing the C writer.
+Kept apart from the writers so that the registry (:mod:`posenc_cli.formats`) and the C writer
+(:mod:`posenc_cli.formats.c.writer`) share one table without the registry importing the C writer.
 
 Examples
 --------

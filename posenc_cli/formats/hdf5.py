@@ -95,6 +95,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError
+from ..system.capacity import human
 from ..table import Param, Table
 from ._blocks import row_blocks
 from ._hdf5_raw import (
@@ -118,7 +119,6 @@ from .limits import (
     Budget,
     check_count,
     check_param,
-    human,
 )
 from .options import WriteOptions
 

@@ -83,7 +83,7 @@ RUST_KEYWORDS = frozenset(
 
 #: The longest name posenc accepts or makes. C99 guarantees 63 significant characters for internal identifiers, and
 #: posenc appends suffixes to the name for macros (``_ZERO_POINT`` is 11): the C writer checks every whole name
-#: against the 63 (:data:`posenc_cli.formats._c_names.SIGNIFICANT`).
+#: against the 63 (:data:`posenc_cli.formats.c.names.SIGNIFICANT`).
 MAX_NAME = 54
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")

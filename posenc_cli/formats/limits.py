@@ -7,9 +7,10 @@ before any memory is spent. Compressed data is read in bounded pieces, so a smal
 is refused by its declared size, or stopped as soon as it inflates past it.
 
 The budget's default is :data:`DEFAULT_FRACTION` of the memory available when the read starts
-(:func:`available_memory`: what the system, the cgroup and the process's own limits still allow), at least
-:data:`MIN_DEFAULT`; the CLI's ``--max-memory`` and the API's ``max_memory=`` set it. Metadata has
-limits of its own, whatever the budget: how many arrays, dimensions, header bytes and nesting levels a reader takes.
+(:func:`~posenc_cli.system.capacity.available_memory`: what the system, the cgroup and the process's own limits
+still allow), at least :data:`MIN_DEFAULT`; the CLI's ``--max-memory`` and the API's ``max_memory=`` set it.
+Metadata has limits of its own, whatever the budget: how many arrays, dimensions, header bytes and nesting levels a
+reader takes.
 
 Examples
 --------
@@ -26,14 +27,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import resource
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import FormatError, SpecError
+from ..system.capacity import available_memory, human
 from ..table import Param
 
 #: The share of the available memory a read may take by default: the rest is for the work done with the table.
@@ -67,116 +66,12 @@ PARAM_INTEGERS = range(-(1 << 63), 1 << 63)
 
 
 def default_limit() -> int:
-    """The default budget: :data:`DEFAULT_FRACTION` of :func:`available_memory`, at least :data:`MIN_DEFAULT`."""
+    """The default budget: :data:`DEFAULT_FRACTION` of :func:`~posenc_cli.system.capacity.available_memory`, at
+    least :data:`MIN_DEFAULT`."""
     free = available_memory()
     if free is None:
         return FALLBACK
     return max(MIN_DEFAULT, int(free * DEFAULT_FRACTION))
-
-
-def available_memory() -> int | None:
-    """Bytes this process can still allocate before the system runs out, or ``None`` when it cannot tell.
-
-    Linux: ``MemAvailable`` plus ``SwapFree`` (``/proc/meminfo``), capped by the memory limit of the process's
-    cgroup and its ancestors (v2; v1's ``memory.limit_in_bytes``), which is what a container really has. Elsewhere:
-    the physical memory (``sysconf``), so that only requests no amount of freeing could satisfy are refused. Either
-    way capped by the process's own limits (``ulimit -v``, ``ulimit -d``) less what it already uses.
-    """
-    rooms = [_meminfo(), _cgroup_room(), *_rlimit_rooms()]
-    if rooms[0] is None:
-        try:
-            rooms[0] = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):
-            pass
-    known = [room for room in rooms if room is not None]
-    return min(known) if known else None
-
-
-def _rlimit_rooms() -> list[int | None]:
-    """What ``RLIMIT_AS`` and ``RLIMIT_DATA`` leave: the soft limit less ``VmSize`` / ``VmData`` of the process."""
-    try:
-        status = Path("/proc/self/status").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        status = ""
-    used = {}
-    for line in status.splitlines():
-        name, _, value = line.partition(":")
-        words = value.split()
-        if words and words[0].isdigit():
-            used[name] = int(words[0]) * 1024  # kB
-    rooms: list[int | None] = []
-    for limit, use_name in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
-        soft, _ = resource.getrlimit(limit)
-        rooms.append(None if soft == resource.RLIM_INFINITY else max(0, soft - used.get(use_name, 0)))
-    return rooms
-
-
-def _meminfo() -> int | None:
-    fields: dict[str, int] = {}
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fp:
-            for line in fp:
-                name, _, value = line.partition(":")
-                words = value.split()
-                if words and words[0].isdigit():
-                    fields[name] = int(words[0]) * 1024  # kB
-    except OSError:
-        return None
-    if "MemAvailable" not in fields:
-        return None
-    return fields["MemAvailable"] + fields.get("SwapFree", 0)
-
-
-def _cgroup_room() -> int | None:
-    """The smallest ``limit - usage`` of the process's memory cgroups, or ``None`` when none is limited."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    rooms = []
-    for line in lines:
-        _, _, rest = line.partition(":")
-        controllers, _, group = rest.partition(":")
-        if controllers == "":  # v2: every level up to the root can limit
-            leaf = Path("/sys/fs/cgroup") / group.lstrip("/")
-            for directory in (leaf, *leaf.parents):
-                rooms.append(_room(directory / "memory.max", directory / "memory.current"))
-                if directory == Path("/sys/fs/cgroup"):
-                    break
-        elif "memory" in controllers.split(","):
-            directory = Path("/sys/fs/cgroup/memory") / group.lstrip("/")
-            rooms.append(_room(directory / "memory.limit_in_bytes", directory / "memory.usage_in_bytes"))
-    known = [room for room in rooms if room is not None]
-    return min(known) if known else None
-
-
-def _room(limit_file: Path, usage_file: Path) -> int | None:
-    try:
-        limit = limit_file.read_text(encoding="ascii").strip()
-        usage = int(usage_file.read_text(encoding="ascii"))
-    except (OSError, ValueError):
-        return None
-    if not limit.isdigit() or int(limit) >= 1 << 60:  # "max", or v1's "unlimited" (a huge page-aligned number)
-        return None
-    return max(0, int(limit) - usage)
-
-
-def human(nbytes: int) -> str:
-    """``nbytes`` in binary units, one decimal: ``'1.5 GiB'``, ``'16.0 PiB'``, ``'512 bytes'``.
-
-    Examples
-    --------
-    >>> human(512), human(3 << 29), human(2**54)
-    ('512 bytes', '1.5 GiB', '16.0 PiB')
-    """
-    if nbytes < 1024:
-        return f"{nbytes} bytes"
-    value = float(nbytes)
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"):
-        value /= 1024
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-    return f"{value / 1024:.1f} YiB"
 
 
 _SIZE = re.compile(r"([0-9]+)(?:\.([0-9]+))?\s*([KMGT]?)(i?B?)\Z", re.IGNORECASE)

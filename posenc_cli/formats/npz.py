@@ -89,11 +89,12 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError
+from ..system.capacity import human
 from ..table import Array, FileArray, Param, Table
 from . import npy
 from ._blocks import raw_bytes, row_blocks
 from .identifiers import member_names
-from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count, human
+from .limits import MAX_ARRAYS, MAX_METADATA, Budget, check_count
 from .options import WriteOptions
 
 #: The member that carried the table's kind and parameters in the earlier layout: read, no longer written.

@@ -69,9 +69,9 @@ import numpy as np  # noqa: F401  (the docstring examples use it)
 from .._version import __version__
 from ..dtypes import element_of
 from ..errors import FormatError, PosencError
+from ..system.capacity import human
 from ..table import Array, Table
 from ._blocks import raw_bytes, row_blocks
-from .limits import human
 from .options import WriteOptions
 
 __all__ = ["IR_VERSION", "MAX_BYTES", "MISSING_ONNX", "OPSET", "dump", "metadata", "onnx_type"]

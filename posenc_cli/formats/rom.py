@@ -101,9 +101,9 @@ from ..table import Array, Table
 from ._blocks import row_blocks
 from ._rom_meta import comment_text, meta_line, read_comments
 from ._rom_words import Lines, check_storage, digits_of, from_words, to_words
-from ._spell import element_name
 from .limits import Budget
 from .options import WriteOptions
+from .text.spell import element_name
 
 #: Words converted and written at a time (a few MiB of text at most).
 WORDS_PER_WRITE = 1 << 16

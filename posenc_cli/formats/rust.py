@@ -43,7 +43,7 @@ int8 tables add ``<NAME>_SCALE: f64`` and ``<NAME>_ZERO_POINT: i32``, fixed-poin
 ``fixed<T>.<F>``) ``<NAME>_FRAC_BITS: u32``. Two keys, axes or names that give one Rust name are refused
 (``FormatError``): ``a`` and ``A`` are two C names and one Rust name.
 
-Element types, per array (:func:`~posenc_cli.formats._spell.element_name`), each from the array's storage:
+Element types, per array (:func:`~posenc_cli.formats.text.spell.element_name`), each from the array's storage:
 
 ===========================  =========  ============================================================
 element                      Rust type  each value
@@ -67,7 +67,7 @@ spelled in row blocks, so a table far larger than memory streams through.
 
 The provenance comment is the C writer's in ``//`` lines: the file, the generator, the command line, the kind,
 every parameter and each array's shape. Text from the table (parameter names and values, array keys) and the
-command line are escaped by :func:`~posenc_cli.formats._c_names.comment_safe`: no control character, line or
+command line are escaped by :func:`~posenc_cli.formats.c.names.comment_safe`: no control character, line or
 paragraph separator or bidi control survives (so no text ends a line, and rustc's deny-by-default
 ``text_direction_codepoint_in_comment`` has nothing to find), and ``/*`` and ``*/`` are broken up, so the comment
 stays one if it is ever pasted into a block comment. Nothing is read back (the format is write-only); every write
@@ -87,12 +87,12 @@ from .._version import __version__
 from ..dtypes import fixed_format
 from ..errors import FormatError, PosencAdvice, warn
 from ..table import Array, Table
-from ._c_initializer import write_nested
-from ._c_names import comment_safe
-from ._spell import Spell, decimal, element_name, integers, is_affine, join_texts
+from .c.initializer import write_nested
+from .c.names import comment_safe
 from .identifiers import check_name, identifier, identifiers
 from .limits import MAX_DIMS
 from .options import WriteOptions
+from .text.spell import Spell, decimal, element_name, integers, is_affine, join_texts
 
 #: Values above which posenc warns that rustc compiles the file slowly. Measured with rustc 1.95 on x86-64: an array
 #: literal of 2**18 f32 values takes 2.5 s and 250 MB to compile, one of 2**20 values 9 s and 700 MB.
@@ -256,7 +256,7 @@ def rust_names(table: Table, name: str, elements: dict[str, RustElement]) -> Rus
 
 
 def _affine(table: Table) -> bool:
-    """Whether the table holds affine int8 arrays (:func:`~posenc_cli.formats._spell.is_affine`)."""
+    """Whether the table holds affine int8 arrays (:func:`~posenc_cli.formats.text.spell.is_affine`)."""
     return is_affine(table.params) and any(element_name(table, key) == "int8" for key in table.arrays)
 
 

@@ -76,6 +76,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import FormatError
+from ..system.capacity import human
 from ..table import Array, FileArray, Param, Table
 from . import npy
 from ._blocks import raw_bytes, row_blocks
@@ -86,7 +87,6 @@ from .limits import (
     Budget,
     PairsHook,
     check_count,
-    human,
     read_json,
     unique_keys,
 )
