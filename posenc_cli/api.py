@@ -325,8 +325,8 @@ def _paths_for(out: Output, table: Table) -> Output:
 
 def check_companion(out: Output, table: Table, *, force: bool = False, missing_dirs: bool = False) -> None:
     """``OutputError`` when the file the format writes beside the output for ``table`` (``out.paths[1]``) cannot be
-    written (its name too long, its directory read-only: :func:`~posenc_cli.system.atomic.check_writable`, the error then
-    saying which file it is), or is already there and posenc did not write it
+    written (its name too long, its directory read-only: :func:`~posenc_cli.system.atomic.check_writable`, the
+    error then saying which file it is), or is already there and posenc did not write it
     (:func:`~posenc_cli.formats.written_by_posenc`), unless ``force`` (:func:`save`'s, which replaces such a file).
     Nothing is written then. ``posenc build`` checks every entry so before writing the first. With
     ``missing_dirs`` (a ``--check`` run, as :func:`plan` takes it) a companion whose folder does not exist yet is

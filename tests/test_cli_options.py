@@ -52,7 +52,8 @@ def short_meanings(group: click.Group, names: list[str]) -> dict[str, set[str]]:
 
 def test_every_short_option_has_one_meaning_on_every_command():
     """Walks every command the group registers (:func:`~posenc_cli.cli.command_names`), the table commands made
-    from the registry of kinds among them: ``-q`` is ``--quiet`` everywhere, never ``posenc relative``'s query length."""
+    from the registry of kinds among them: ``-q`` is ``--quiet`` everywhere, never ``posenc relative``'s query
+    length."""
     assert command_names() == sorted(cli.commands)
     meanings = short_meanings(cli, command_names())
     clashes = {flag: names for flag, names in meanings.items() if len(names) > 1}

@@ -326,7 +326,7 @@ def test_the_encodings_are_imported_by_the_kinds_and_identify_alone():
     for name in MODULES:
         if name.startswith(allowed):
             continue
-        for target, taken, line in imports(name):
+        for target, _, line in imports(name):
             if target.startswith("posenc_cli.encodings"):
                 assert (name, target) == ("posenc_cli.api", "posenc_cli.encodings.sinusoidal"), (
                     f"{name}:{line} imports {target}"
