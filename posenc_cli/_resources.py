@@ -1,16 +1,11 @@
-"""How much a table takes: the memory a build needs and the bytes an output needs, measured before any work.
+"""How many bytes an output takes, measured before any work: what :mod:`posenc_cli.api` gives
+:func:`~posenc_cli.system.capacity.check_disk` for every output (:func:`estimate_bytes`). Text outputs are checked
+against the fewest bytes they can take, so that an estimate never refuses what would fit.
 
-posenc streams what it can: ``generate`` and ``rope`` (lazily, as the CLI builds them) compute row blocks while the
-writer writes them, so their memory stays bounded whatever the size. Three things are built whole in memory: the
-ALiBi bias matrix, the 2-D sincos table, and any table the API builds with ``lazy=False`` (its default). For those,
-the makers give :func:`~posenc_cli.system.capacity.check_memory` the peak the build needs
-(:data:`WORK_BYTES_PER_VALUE`); for every output, :func:`~posenc_cli.system.capacity.check_disk` is given the
-file's size (:func:`estimate_bytes`). Text outputs are checked against the fewest bytes they can take, so that an
-estimate never refuses what would fit.
-
-What the machine can hold is :mod:`posenc_cli.system.capacity`'s business; its two checks are named here too
-(``_resources.check_memory``, ``_resources.check_disk``), for the makers and :mod:`posenc_cli.api` that call them
-beside the sizes of this module.
+The memory a table takes built whole is each kind's (:attr:`posenc_cli.kinds.Kind.work_per_value`: ``generate`` and
+``rope`` stream, computing row blocks while the writer writes them; the ALiBi bias, the 2-D sincos table, the index
+kinds and any table the API builds with ``lazy=False`` are built whole), checked by the makers with
+:func:`~posenc_cli.system.capacity.check_memory`; what the machine can hold is :mod:`posenc_cli.system.capacity`'s.
 """
 
 from __future__ import annotations
@@ -19,15 +14,10 @@ from typing import NamedTuple
 
 from .dtypes import element_of
 from .formats import Format
-from .system.capacity import check_disk, check_memory
+from .system.capacity import check_disk
 from .table import Table
 
-__all__ = ["WORK_BYTES_PER_VALUE", "Size", "check_disk", "check_memory", "estimate_bytes"]
-
-#: Peak memory per value while a table is built whole in memory, by kind: measured (``ru_maxrss``, NumPy 2, every
-#: element type) with room to spare. Sinusoidal and RoPE tables peak at 57 bytes (bfloat16; float32 at 6), the
-#: ALiBi bias at 112 (its double-double products), the 2-D sincos table at its own size plus a little.
-WORK_BYTES_PER_VALUE = {"sinusoidal": 64, "rope": 64, "alibi": 128, "sincos2d": 16, "relative": 48, "window": 48}
+__all__ = ["Size", "check_disk", "estimate_bytes"]
 
 #: The fewest and the most bytes one value takes in a text format (CSV, C), its separator included, by element
 #: type. Fewest: ``0.0,`` or ``0,``. Most: the widest spelling over every format and literal style, such as C's

@@ -7,12 +7,13 @@
 >>> posenc_cli.load("pe.npy").array.shape                  # doctest: +SKIP
 (16, 8)
 
-The functions that make tables, one per kind of the registry (:data:`posenc_cli.kinds.KINDS`: :func:`generate`,
-:func:`rope`, :func:`alibi`, :func:`sincos2d`, :func:`relative`, :func:`window`), and :func:`convert` live in
-:mod:`posenc_cli.make` and are re-exported here (``tests/test_docs.py`` holds this list to the registry).
+The functions that make tables are the makers of the registry's kinds, each by its command's name
+(:data:`posenc_cli.kinds.KINDS`: :func:`generate`, :func:`rope`, :func:`alibi`, :func:`sincos2d`, :func:`relative`,
+:func:`window`; ``tests/test_docs.py`` holds this list to the registry), taken from it here: a kind added to the
+registry is an API function without a line here. :func:`convert` is :mod:`posenc_cli.conversion`'s.
 
 This layer knows paths: it picks the format (explicitly or from the suffix), names the table, and writes every file
-atomically through :mod:`posenc_cli._atomic`. It never prints and never exits; errors are
+atomically through :mod:`posenc_cli.system.atomic`. It never prints and never exits; errors are
 :class:`~posenc_cli.errors.PosencError` subclasses.
 """
 
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from . import _resources
+from .conversion import convert
 from .encodings import sinusoidal
 from .errors import FormatError, OutputError, SpecError
 from .formats import (
@@ -47,26 +49,27 @@ from .formats import (
 )
 from .formats.limits import check_param
 from .formats.options import check_name, name_from_path
-from .make import alibi, convert, generate, sincos2d
+from .kinds import KINDS
 from .read import PathLike, load
 from .system import atomic as _atomic
 from .system.files import open_regular
 from .table import Table
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for type checkers, which do not run __getattr__: the makers the registry gives
     from .identification import identify
-    from .make import relative, rope, window
+    from .kinds.alibi import alibi as alibi
+    from .kinds.relative import relative as relative
+    from .kinds.rope import rope as rope
+    from .kinds.sincos2d import sincos2d as sincos2d
+    from .kinds.sinusoid import generate as generate
+    from .kinds.window import window as window
 
 
 def __getattr__(name: str) -> Any:
-    """``rope``, ``relative``, ``window`` (:mod:`posenc_cli.make`'s) and ``identify``
+    """Each kind's maker by its command's name (:data:`~posenc_cli.kinds.KINDS`), and ``identify``
     (:func:`posenc_cli.identification.identify`), imported when first asked for (PEP 562)."""
-    if name in ("relative", "rope", "window"):
-        from . import make
-
-        maker = getattr(make, name)
-        globals()[name] = maker
-        return maker
+    if name in KINDS:
+        return KINDS[name].make
     if name == "identify":
         from .identification import identify
 
@@ -75,23 +78,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
-    "Output",
-    "alibi",
-    "c_write_options",
-    "check_companion",
-    "convert",
-    "generate",
-    "identify",
-    "load",
-    "plan",
-    "relative",
-    "rope",
-    "save",
-    "sincos2d",
-    "window",
-]
-__all__ += ["sinusoidal"]
+__all__ = ["Output", "c_write_options", "check_companion", "convert", "identify", "load", "plan", "save", "sinusoidal"]
+__all__ += sorted(KINDS)  # the makers
 
 
 @dataclass(frozen=True)
@@ -249,6 +237,7 @@ def save(
         command=command,
         filename=out.paths[0].name,
         group=name,
+        formula=_formula(table),
         **c_options,  # type: ignore[arg-type]
     )
 
@@ -295,6 +284,13 @@ def save(
     return list(out.paths)
 
 
+def _formula(table: Table) -> tuple[str, ...]:
+    """The lines of the formula a C provenance comment gives for ``table``: its kind's (none for a kind posenc does
+    not make, or one without a formula)."""
+    kind = next((k for k in KINDS.values() if k.table == table.kind), None)
+    return () if kind is None or kind.c_formula is None else kind.c_formula(table.params)
+
+
 def _check_recordable(table: Table) -> None:
     """``FormatError`` for a parameter no format can record, before anything is written: what every reader refuses
     (:func:`~posenc_cli.formats.limits.check_param`: NaN, infinity, an integer past 64 bits, a value that is not a
@@ -329,8 +325,8 @@ def _paths_for(out: Output, table: Table) -> Output:
 
 def check_companion(out: Output, table: Table, *, force: bool = False, missing_dirs: bool = False) -> None:
     """``OutputError`` when the file the format writes beside the output for ``table`` (``out.paths[1]``) cannot be
-    written (its name too long, its directory read-only: :func:`~posenc_cli._atomic.check_writable`, the error then
-    saying which file it is), or is already there and posenc did not write it
+    written (its name too long, its directory read-only: :func:`~posenc_cli.system.atomic.check_writable`, the
+    error then saying which file it is), or is already there and posenc did not write it
     (:func:`~posenc_cli.formats.written_by_posenc`), unless ``force`` (:func:`save`'s, which replaces such a file).
     Nothing is written then. ``posenc build`` checks every entry so before writing the first. With
     ``missing_dirs`` (a ``--check`` run, as :func:`plan` takes it) a companion whose folder does not exist yet is

@@ -205,8 +205,11 @@ class ElementType:
     zero_point: int = 0
 
     @classmethod
-    def of(cls, name: object, *, scale: float | None = None, zero_point: int | None = None) -> ElementType:
-        """Validate and build; ``SpecError`` names the culprit (``dtype``, ``scale`` or ``zero_point``)."""
+    def of(
+        cls, name: object, *, scale: float | None = None, zero_point: int | None = None, scale_name: str = "scale"
+    ) -> ElementType:
+        """Validate and build; ``SpecError`` names the culprit (``dtype``, ``scale`` or ``zero_point``; the scale as
+        the caller's surface spells it, ``scale_name``: the sinusoid engine's ``quant_scale``)."""
         if not isinstance(name, str) or not is_element_type(name):
             fixed_format(name)  # a fixed<T>.<F> of widths out of range: say which
             try:  # numpy spellings of the float types: np.float32, "f4", "<f8", dtype objects
@@ -222,15 +225,17 @@ class ElementType:
         assert isinstance(name, str)
         if name == "int8":
             if scale is None:
-                raise SpecError("dtype int8 needs a scale: the real value of one quantisation step", param="scale")
+                raise SpecError(
+                    f"dtype int8 needs a {scale_name}: the real value of one quantisation step", param=scale_name
+                )
             if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-                raise SpecError(f"scale must be a finite number greater than 0, got {scale!r}", param="scale")
+                raise SpecError(f"{scale_name} must be a finite number greater than 0, got {scale!r}", param=scale_name)
             zp = 0 if zero_point is None else zero_point
             if isinstance(zp, bool) or not isinstance(zp, (int, np.integer)) or not -128 <= zp <= 127:
                 raise SpecError(f"zero_point must be an integer in [-128, 127], got {zp!r}", param="zero_point")
             return cls(name, float(scale), int(zp))
         if scale is not None or zero_point is not None:
-            what = "scale" if scale is not None else "zero_point"
+            what = scale_name if scale is not None else "zero_point"
             raise SpecError(f"{what} applies to dtype int8 only, not {name}", param=what)
         return cls(name)
 

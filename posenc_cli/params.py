@@ -19,7 +19,7 @@ All three raise :class:`Wrong` with what was expected; the caller names the plac
 
 A numeric type may carry a :class:`Range` (:meth:`ValueType.within`): then all three readers refuse a value outside
 it, and what is expected says so (``"a number with 1 < x <= 1e12"``). The ranges of posenc's parameters, each with
-its reason, are declared in :mod:`posenc_cli.ranges` (which also defines :class:`~posenc_cli.ranges.Range`).
+its reason, are declared beside the parameters, in each kind's module (:mod:`posenc_cli.kinds`).
 
 This module knows no click, no TOML parser and no table: it is data and the rules that read it.
 """
@@ -35,13 +35,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .dtypes import DTYPES, FIXED_BITS, FIXED_SPELLING, is_element_type
 from .errors import did_you_mean
-
-if TYPE_CHECKING:
-    from .ranges import Range
+from .ranges import Range
 
 __all__ = [
     "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param",
@@ -511,6 +509,10 @@ class Param:
     pair: bool = False
     always_recorded: bool = False
     near: tuple[str, ...] = ()
+    #: The short option this one had until the last release (relative's ``-q``, the query length, is ``-Q`` now):
+    #: a command line using it with a value is refused with one line giving the new spelling. Drop it one release
+    #: after the change.
+    formerly: str | None = None
 
     @property
     def flag(self) -> str:

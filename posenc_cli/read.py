@@ -3,8 +3,8 @@
 
 The file is untrusted (the threat model of ``docs/security.md``): it is opened only if it is a regular file, and
 its format's reader allocates no more than a :class:`~posenc_cli.formats.limits.Budget`. This module sits below
-:mod:`posenc_cli.make` (which reads a checkpoint's bias table) and :mod:`posenc_cli.api` (which re-exports
-:func:`load`).
+:mod:`posenc_cli.kinds` (which read a checkpoint's bias table, a model's position ids) and :mod:`posenc_cli.api`
+(which re-exports :func:`load`).
 """
 
 from __future__ import annotations

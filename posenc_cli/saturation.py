@@ -4,7 +4,7 @@ A fixed-point or int8 table whose values the type cannot hold (:meth:`~posenc_cl
 beyond q15's [-1, 1], whose +1 CMSIS writes as 32767, and int8's codes likewise) is refused with a
 :class:`~posenc_cli.errors.SpecError` that says how many values would clip, where, what they reach, and the ways
 out: a type that holds them (``fixedT.F`` with more integer bits, or an int8 scale), RoPE's
-``--no-attention-scaling`` (:mod:`posenc_cli.make_rope`), or ``saturate`` (``--saturate``, ``saturate = true``,
+``--no-attention-scaling`` (:mod:`posenc_cli.kinds.rope`), or ``saturate`` (``--saturate``, ``saturate = true``,
 ``saturate=True``), the explicit request to clip, which the table then records.
 
 Every table maker decides before it makes anything, and before any file is opened:

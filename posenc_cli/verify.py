@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from .conversion import convert
 from .dtypes import FLOATS, ElementType, decode, is_element_type
 from .errors import PosencWarning, SpecError
 from .formats._blocks import flat_blocks, raw_bytes, row_blocks
 from .formats.limits import Budget
 from .kinds import Kind, by_table
-from .make import convert
 from .params import ValueType, Wrong, spell
 from .table import Array, FileArray, Param, Table
 

@@ -499,3 +499,15 @@ def test_comment_escaping_is_safe_and_idempotent(text):
     assert "*/" not in line and "/*" not in line[1:] and "??" not in line and not line.endswith("\\")
     assert comment_line(line[3:]) == line if line.startswith(" * ") else line == " *"
     assert comment_safe(comment_safe(text)) == comment_safe(text)
+
+
+def test_every_text_parameter_a_kind_records_is_read_back_as_text():
+    """The C reader, below the registry, keeps its own list of the parameters that are text whatever they look like
+    (a sha256 of digits alone would read as a 64-digit integer and be refused): it holds every text parameter of
+    every kind's record."""
+    from posenc_cli.formats.c.comment import TEXT_PARAMS
+    from posenc_cli.kinds import KINDS
+    from posenc_cli.params import TEXT
+
+    recorded = {key for kind in KINDS.values() for key, kind_of in kind.recorded.items() if kind_of is TEXT}
+    assert recorded <= TEXT_PARAMS, sorted(recorded - TEXT_PARAMS)

@@ -12,11 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from posenc_cli import api
-from posenc_cli.cli import COMMAND_MODULES, cli
-from posenc_cli.cli._run import FORMER_SHORTS
+from posenc_cli.cli import cli, command_names
 from posenc_cli.cli.options import ClickChoice
 from posenc_cli.errors import close_matches, did_you_mean
 from posenc_cli.kinds import KINDS
+
+#: Short options that another option of the same command had in the last release (each kind's ``formerly``).
+FORMER_SHORTS = {(k.command, p.formerly): p.name for k in KINDS.values() for p in k.params if p.formerly}
 
 
 def run(*args: object):
@@ -49,10 +51,11 @@ def short_meanings(group: click.Group, names: list[str]) -> dict[str, set[str]]:
 
 
 def test_every_short_option_has_one_meaning_on_every_command():
-    """Walks every command the group registers (:data:`COMMAND_MODULES`), the table commands made from the registry
-    of kinds among them: ``-q`` is ``--quiet`` everywhere, never ``posenc relative``'s query length."""
-    assert sorted(COMMAND_MODULES) == sorted(cli.commands)
-    meanings = short_meanings(cli, sorted(COMMAND_MODULES))
+    """Walks every command the group registers (:func:`~posenc_cli.cli.command_names`), the table commands made
+    from the registry of kinds among them: ``-q`` is ``--quiet`` everywhere, never ``posenc relative``'s query
+    length."""
+    assert command_names() == sorted(cli.commands)
+    meanings = short_meanings(cli, command_names())
     clashes = {flag: names for flag, names in meanings.items() if len(names) > 1}
     assert not clashes, clashes
     assert meanings["-q"] == {"quiet"} and meanings["-Q"] == {"query_length"} and len(meanings["-h"]) == 1
@@ -163,7 +166,7 @@ def test_every_choice_of_every_command_says_did_you_mean():
     """Every closed list of names a command takes is a :class:`ClickChoice`: none was left a plain click.Choice."""
     plain = [
         f"posenc {name} {param.opts[0]}"
-        for name in COMMAND_MODULES
+        for name in command_names()
         for param in cli.commands[name].params
         if isinstance(param.type, click.Choice) and not isinstance(param.type, ClickChoice)
     ]

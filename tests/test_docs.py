@@ -18,12 +18,12 @@ import pytest
 from click.testing import CliRunner
 
 from posenc_cli import api
-from posenc_cli.cli import COMMAND_MODULES, cli
+from posenc_cli.cli import cli, command_names
 from posenc_cli.encodings.names import ROPE_SCALINGS
 from posenc_cli.encodings.rope import USES
 from posenc_cli.formats import FORMATS
-from posenc_cli.kinds import KINDS, ROPE_PARAMS, RUN
-from posenc_cli.model_config import KNOWN_TYPES
+from posenc_cli.kinds import KINDS, RUN
+from posenc_cli.kinds.rope_config import KNOWN_TYPES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -216,7 +216,7 @@ def test_the_check_of_kinds_fails_on_a_drifted_list():
 def test_every_rope_option_names_the_scalings_that_use_it():
     """An option whose help names scalings (``Scaling factor (linear, ...)``) names exactly those that take it
     (:data:`posenc_cli.encodings.rope.USES`)."""
-    for param in ROPE_PARAMS:
+    for param in KINDS["rope"].params:
         said = {s for s in ROPE_SCALINGS if re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", param.help)}
         using = {mode for mode, keys in USES.items() if param.name in keys}
         if said and using:
@@ -235,7 +235,7 @@ def choices_of_every_flag() -> dict[str, list[set[str]]]:
     generate's and rope's); a format list may leave out the aliases (``hdf5``)."""
     aliases = {alias for fmt in FORMATS.values() for alias in fmt.aliases}
     found: dict[str, list[set[str]]] = {}
-    for name in COMMAND_MODULES:
+    for name in command_names():
         for param in cli.commands[name].params:
             kind = param.type
             if isinstance(kind, click.Choice):
@@ -275,7 +275,7 @@ def test_the_check_of_choices_fails_on_a_drifted_list():
 
 def short_of_every_long() -> dict[str, set[str]]:
     shorts: dict[str, set[str]] = {}
-    for name in COMMAND_MODULES:
+    for name in command_names():
         for param in cli.commands[name].params:
             longs = [o for o in param.opts if o.startswith("--")]
             for short in (o for o in param.opts if not o.startswith("--")):
@@ -300,7 +300,7 @@ def wrong_pairs(text: str) -> list[str]:
 
 def wrong_shorts_in_examples(text: str) -> list[str]:
     """Short options in ``posenc <command> ...`` examples (code lines and inline code) that the command lacks."""
-    commands = {name: cli.commands[name] for name in COMMAND_MODULES}
+    commands = {name: cli.commands[name] for name in command_names()}
     spans = re.findall(r"`(posenc [^`]+)`", text) + re.findall(r"^\s*(posenc [^\n#]+)", text, re.M)
     wrong = []
     for span in spans:

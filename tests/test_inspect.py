@@ -336,7 +336,7 @@ def test_regenerate_with_a_preset_and_no_layout_takes_the_preset_values():
         ("array", {"kind": "bessel", "seq_len": 4}, "kind 'bessel'", "kind"),
         ("sinusoidal", {"seq_len": 4}, "which the file does not record: give it with -s d_model=", "d_model"),
         ("sinusoidal", {"seq_len": 4, "d_model": 4, "sequence": 2}, "no parameter 'sequence'; theirs are", "sequence"),
-        ("sinusoidal", {"seq_len": "four", "d_model": 4}, r"seq_len must be an integer with 1 <= x <= 2\*\*32, got 'four'",
+        ("sinusoidal", {"seq_len": "four", "d_model": 4}, r"seq_len must be an integer with 1 <= x <= 2\*\*32, got 'four'",  # noqa: E501
          "seq_len"),
         ("sinusoidal", {"seq_len": 4.5, "d_model": 4}, r"seq_len must be an integer with 1 <= x <= 2\*\*32, got 4.5",
          "seq_len"),

@@ -124,9 +124,14 @@ def test_every_long_option_is_a_manifest_key_of_the_same_name(command):
 def test_every_parameter_is_an_api_keyword_of_the_same_name(command):
     kind = KINDS[command]
     maker = inspect.signature(kind.make).parameters
-    assert getattr(api, kind.make.__name__) is kind.make  # the API publishes the maker itself
+    assert getattr(api, command) is kind.make  # the API publishes the maker itself, by its command's name
     for param in kind.inputs:
         assert param.name in maker, (command, param.name)
+        given = maker[param.name].default
+        if param.default is not None and given is not None:  # None in the maker: "not given", the kind's default
+            assert given == param.default, (command, param.name, given, param.default)
+    others = set(maker) - {p.name for p in kind.inputs} - {"lazy"}  # keywords that are no option
+    assert others <= {"no_padding", "height", "width"}, (command, others)
     save = inspect.signature(api.save).parameters
     for param in OUTPUT:
         assert param.name in save or param.name in C_OPTIONS, param.name

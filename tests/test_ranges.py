@@ -1,4 +1,5 @@
-"""Every number posenc takes has one declared range (:mod:`posenc_cli.ranges`), held on every surface (#25).
+"""Every number posenc takes has one declared range (beside its parameter, :mod:`posenc_cli.kinds`), held on every
+surface (#25).
 
 The sweep carries out the attack of issue #25 on every numeric parameter of every command: 1e308, -1e308, 1e-320,
 0, -0.0, NaN, infinities, 2**63 and integers of hundreds of digits, typed as an option, written in a manifest,
@@ -21,12 +22,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from posenc_cli import ranges, verify
+from posenc_cli import verify
 from posenc_cli.api import convert as api_convert
 from posenc_cli.api import save as api_save
 from posenc_cli.cli import cli
 from posenc_cli.errors import PosencError, SpecError
 from posenc_cli.kinds import CONVERT, KINDS, OUTPUT, Kind
+from posenc_cli.kinds.rope_config import CONFIG
 from posenc_cli.params import BOOLEAN, Param, ValueType, toml_value
 
 #: The values of issue #25, as Python numbers (the API, a manifest's TOML, a config's JSON) ...
@@ -142,6 +144,14 @@ def one_line(result: Any) -> str:
     return lines[0]
 
 
+#: Each parameter's type, by its name (the option, the manifest key and the API keyword): the first kind's that takes
+#: it (every other kind that takes the name takes the same declaration: the test below).
+BY_NAME: dict[str, ValueType] = {}
+for _kind in KINDS.values():
+    for _param in (*_kind.inputs, *OUTPUT):
+        BY_NAME.setdefault(_param.name, _param.type)
+
+
 # ------------------------------------------------------------------------------------------------ declarations
 def test_every_number_a_command_takes_has_a_range():
     every = [p for _, p in SWEPT] + [p for p in CONVERT if numeric(p.type)]
@@ -151,9 +161,10 @@ def test_every_number_a_command_takes_has_a_range():
 
 @pytest.mark.parametrize(("command", "param"), SWEPT, ids=[f"{c}-{p.name}" for c, p in SWEPT])
 def test_a_parameter_and_its_api_keyword_share_one_declaration(command, param):
-    """The registry's parameter takes the type the API checks its keyword with, and its table records the value
-    under a type with the same range (the recorded-parameter reader)."""
-    assert ranges.BY_NAME[param.name] is param.type
+    """A parameter name is one declaration on every kind that takes it (the API checks its keyword with that
+    parameter's own type), and its table records the value under a type with the same range (the
+    recorded-parameter reader)."""
+    assert BY_NAME[param.name] is param.type
     kind = KINDS[command]
     for name in (kind.recorded_as or {}).get(param.name, (param.name,)):
         if name in kind.recorded and param.name != "align":
@@ -241,9 +252,9 @@ def test_save_holds_align_to_its_range(tmp_path):
         try:
             api_save(table, tmp_path / f"t{number}.h", align=value)
         except SpecError as exc:
-            assert exc.param == "align" or not outside(value, ranges.ALIGN), (value, str(exc))
+            assert exc.param == "align" or not outside(value, BY_NAME["align"]), (value, str(exc))
         else:
-            assert not outside(value, ranges.ALIGN), (value, "was taken")
+            assert not outside(value, BY_NAME["align"]), (value, "was taken")
 
 
 def test_convert_holds_the_element_type_to_the_same_ranges():
@@ -253,10 +264,10 @@ def test_convert_holds_the_element_type_to_the_same_ranges():
             try:
                 api_convert(table, dtype="int8", **given)
             except SpecError as exc:
-                if outside(value, ranges.BY_NAME[name]):
+                if outside(value, BY_NAME[name]):
                     assert exc.param == name, (name, value, str(exc))
             else:
-                assert not outside(value, ranges.BY_NAME[name]), (name, value)
+                assert not outside(value, BY_NAME[name]), (name, value)
 
 
 # ---------------------------------------------------------------------------------------- recorded parameters
@@ -363,7 +374,7 @@ JSON_VALUES = [v for v in VALUES if not (isinstance(v, float) and not math.isfin
 def range_of(name: str | None) -> ValueType | None:
     if name is None:
         return None
-    return ranges.CONFIG.get(name) or ranges.BY_NAME[name]
+    return CONFIG.get(name) or BY_NAME[name]
 
 
 @pytest.mark.parametrize(("doc", "field", "name"), FIELDS, ids=[f"{d['model_type']}-{f}" for d, f, _ in FIELDS])

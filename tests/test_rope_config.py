@@ -14,8 +14,14 @@ from click.testing import CliRunner
 from posenc_cli import api
 from posenc_cli.cli import cli
 from posenc_cli.errors import FormatError, SpecError
-from posenc_cli.model_config import rope_settings
+from posenc_cli.kinds import KINDS
+from posenc_cli.kinds.rope_config import rope_settings as read_settings
 from tests.test_kinds import one_line
+
+
+def rope_settings(path, layer_type=None):
+    """The config reader, given the rope kind's parameter types as ``posenc rope`` gives them."""
+    return read_settings(path, typed_as={p.name: p.type for p in KINDS["rope"].params}, layer_type=layer_type)
 
 
 def run(*args: object):
@@ -260,7 +266,7 @@ def test_a_config_that_cannot_be_read_is_a_failure_not_a_bad_option(tmp_path, mo
     def failing(*args, **kwargs):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("posenc_cli.model_config.open_regular", failing)
+    monkeypatch.setattr("posenc_cli.kinds.rope_config.open_regular", failing)
     with pytest.raises(FormatError, match="Input/output error"):
         rope_settings(path)
     one_line(run("rope", "--config", path, "-o", tmp_path / "x.npz"), 1, "Input/output error")

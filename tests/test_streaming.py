@@ -16,8 +16,8 @@ import pytest
 
 import posenc_cli.api as api
 from posenc_cli.formats import _blocks
-from posenc_cli.make import generate
-from posenc_cli.make_rope import rope
+from posenc_cli.kinds.rope import rope
+from posenc_cli.kinds.sinusoid import generate
 from posenc_cli.table import RowSource, Table
 
 

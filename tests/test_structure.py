@@ -89,8 +89,8 @@ def package_of(name: str) -> str:
 
 def test_the_reader_sees_the_package():
     assert {"posenc_cli", "posenc_cli.cli", "posenc_cli.kinds", "posenc_cli.formats.c"} <= set(MODULES)
-    assert "posenc_cli.make" in {target for target, _, _ in imports("posenc_cli.kinds")}
-    assert ("posenc_cli.formats", "FORMATS") in {(target, taken) for target, taken, _ in imports("posenc_cli.kinds")}
+    assert "posenc_cli.kinds.rope" in {target for target, _, _ in imports("posenc_cli.kinds")}
+    assert ("posenc_cli.formats", "FORMATS") in {(t, taken) for t, taken, _ in imports("posenc_cli.kinds._shared")}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -284,11 +284,15 @@ def test_the_checks_can_fail():
 
 
 def test_the_shared_values_stand_on_nothing_but_errors():
-    """The values every layer passes (a Table, an element type, a parameter record) depend on no layer: each
-    imports only errors and the element types (the registry's ``dtype`` value type is the element type's rule)."""
-    for name in ("posenc_cli.table", "posenc_cli.dtypes", "posenc_cli.params", "posenc_cli.errors"):
+    """The values every layer passes (a Table, an element type, a parameter record and its range) depend on no
+    layer: each imports only errors, and a parameter record the element types (the registry's ``dtype`` value type
+    is the element type's rule) and the range its type may carry."""
+    shared = ("posenc_cli.table", "posenc_cli.dtypes", "posenc_cli.params", "posenc_cli.ranges", "posenc_cli.errors")
+    for name in shared:
         for target, _, line in imports(name):
-            allowed = {"posenc_cli.errors"} | ({"posenc_cli.dtypes"} if name == "posenc_cli.params" else set())
+            allowed = {"posenc_cli.errors"}
+            if name == "posenc_cli.params":
+                allowed |= {"posenc_cli.dtypes", "posenc_cli.ranges"}
             assert target in allowed, f"{name}:{line} imports {target}"
 
 
@@ -312,3 +316,70 @@ def test_every_package_is_declared_for_installation():
     assert declared is not None
     packages = {name.strip(' "') for name in declared.group(1).split(",")}
     assert packages == {name for name in MODULES if is_package(name)}
+
+
+# ------------------------------------------------------------------------------------- a kind is one module
+def test_the_encodings_are_imported_by_the_kinds_and_identify_alone():
+    """The math of a kind is reached through its kind (its parameters checked there, once) or by ``identify``, which
+    reads tables with it; the API publishes the one engine function users call directly (``sinusoidal``)."""
+    allowed = ("posenc_cli.encodings", "posenc_cli.kinds", "posenc_cli.identification")
+    for name in MODULES:
+        if name.startswith(allowed):
+            continue
+        for target, _, line in imports(name):
+            if target.startswith("posenc_cli.encodings"):
+                assert (name, target) == ("posenc_cli.api", "posenc_cli.encodings.sinusoidal"), (
+                    f"{name}:{line} imports {target}"
+                )
+
+
+def kind_flags() -> set[str]:
+    """The flags of the kinds' own parameters (not those every command shares: ``--key`` is ``convert``'s too)."""
+    from posenc_cli.kinds import CONVERT, ELEMENT, KINDS, OUTPUT, RUN
+
+    shared = {p.flag for p in (*CONVERT, *ELEMENT, *OUTPUT, *RUN)}
+    return {p.flag for kind in KINDS.values() for p in kind.params} - shared
+
+
+def test_no_module_outside_the_kinds_declares_a_parameter():
+    """A parameter is declared once, in its kind's module (or, shared by every kind, in the kinds' ``_shared``):
+    nowhere else is a :class:`~posenc_cli.params.Param` made, or a click option spelled with a kind's flag (the
+    options are made from the registry, :mod:`posenc_cli.cli.options`)."""
+    flags = kind_flags()
+    for name, path in MODULES.items():
+        if name.startswith("posenc_cli.kinds") or name == "posenc_cli.params":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            called = ast.unparse(node.func)
+            assert called != "Param", f"{name}:{node.lineno} declares a parameter"
+            if called.endswith("option"):
+                spelled = {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+                assert not spelled & flags, f"{name}:{node.lineno} spells a kind's option {spelled & flags}"
+
+
+def test_no_module_is_named_like_a_name_of_the_package():
+    """A submodule named like a name the package exports (``posenc_cli.convert``, the function) would replace that
+    name on the package once imported: ``posenc_cli.convert(...)`` would call a module."""
+    import posenc_cli
+
+    for name in MODULES:
+        top = name.split(".")
+        if len(top) == 2:
+            assert top[1] not in posenc_cli.__all__, f"{name} shadows posenc_cli.{top[1]}"
+
+
+def test_a_kinds_module_is_its_kind():
+    """Each module of ``kinds/`` (but the shared and private ones, and the RoPE config reader) ends with its
+    ``KIND``, and the registry lists exactly those modules' kinds."""
+    import importlib
+
+    from posenc_cli.kinds import KINDS
+
+    public = [n for n in MODULES if n.startswith("posenc_cli.kinds.") and not n.rsplit(".", 1)[1].startswith("_")]
+    kinds = [importlib.import_module(n) for n in public if n != "posenc_cli.kinds.rope_config"]
+    assert sorted(m.KIND.command for m in kinds) == sorted(KINDS)
+    for module in kinds:
+        assert KINDS[module.KIND.command] is module.KIND
+        assert module.KIND.make.__module__ == module.__name__  # the maker lives with its kind

@@ -13,10 +13,11 @@ This package is the only one that uses click and rich, and the only place errors
 - :mod:`~posenc_cli.cli.build`: build.
 
 This module makes the group; no module of posenc imports it (the console script, :mod:`posenc_cli._entry`, calls
-:func:`main`). The group knows its commands by name (:data:`COMMAND_MODULES`) and imports a command's module only
-when that command is asked for (:class:`_Commands`): ``posenc generate`` never imports the build, file or view
-commands, nor what they stand on (the manifest reader, tomllib, the verifier, rich). ``posenc --help`` and
-``cli.commands`` still see every command; tests check that the names here are the registry's.
+:func:`main`). The group's commands are a table command for each kind of :data:`posenc_cli.kinds.KINDS` (a kind added
+there is a command without a line here) and the commands that are no kind (:data:`OTHER_COMMANDS`); a command's
+module is imported only when that command is asked for (:class:`_Commands`): ``posenc generate`` never imports the
+build, file or view commands, nor what they stand on (the manifest reader, tomllib, the verifier, rich), and
+``posenc --version`` does not read the registry. ``posenc --help`` and ``cli.commands`` see every command.
 """
 
 from __future__ import annotations
@@ -30,26 +31,27 @@ from .._version import __version__
 from ..cmake import FOLDER as CMAKE_DIR
 from ._run import PosencGroup
 
-__all__ = ["COMMAND_MODULES", "cli", "main"]
+__all__ = ["OTHER_COMMANDS", "cli", "command_names", "main"]
 
-#: Every command of ``posenc``: the module of this package that defines it and the attribute that holds it. ``None``
-#: is a table command, made by :func:`posenc_cli.cli.tables.table_command` from the kind of that command.
-COMMAND_MODULES: dict[str, tuple[str, str | None]] = {
-    "alibi": ("tables", None),
+#: The commands that make no kind's table: the module of this package that defines each and the attribute that
+#: holds it. Every kind's command is made by :func:`posenc_cli.cli.tables.table_command` from its kind.
+OTHER_COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("build", "build_command"),
     "convert": ("files", "convert_command"),
-    "generate": ("tables", None),
     "identify": ("identify", "identify_command"),
     "inspect": ("files", "inspect_command"),
     "plot": ("view", "plot_command"),
     "presets": ("tables", "presets_command"),
-    "relative": ("tables", None),
-    "rope": ("tables", None),
     "show": ("view", "show_command"),
-    "sincos2d": ("tables", None),
     "verify": ("files", "verify_command"),
-    "window": ("tables", None),
 }
+
+
+def command_names() -> list[str]:
+    """Every command of ``posenc``, sorted: each kind's (:data:`posenc_cli.kinds.KINDS`) and the others."""
+    from ..kinds import KINDS
+
+    return sorted({*KINDS, *OTHER_COMMANDS})
 
 
 class _Commands(MutableMapping[str, click.Command]):
@@ -60,11 +62,13 @@ class _Commands(MutableMapping[str, click.Command]):
 
     def __getitem__(self, name: str) -> click.Command:
         if name not in self._loaded:
-            if name not in COMMAND_MODULES:
+            if name in OTHER_COMMANDS:
+                module, attribute = OTHER_COMMANDS[name]
+                self._loaded[name] = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+            elif name in command_names():
+                self._loaded[name] = importlib.import_module(f"{__name__}.tables").table_command_named(name)
+            else:
                 raise KeyError(name)
-            module, attribute = COMMAND_MODULES[name]
-            loaded = importlib.import_module(f"{__name__}.{module}")
-            self._loaded[name] = loaded.table_command_named(name) if attribute is None else getattr(loaded, attribute)
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: click.Command) -> None:
@@ -74,10 +78,10 @@ class _Commands(MutableMapping[str, click.Command]):
         del self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted({*COMMAND_MODULES, *self._loaded}))
+        return iter(sorted({*command_names(), *self._loaded}))
 
     def __len__(self) -> int:
-        return len({*COMMAND_MODULES, *self._loaded})
+        return len({*command_names(), *self._loaded})
 
 
 class _Posenc(PosencGroup):

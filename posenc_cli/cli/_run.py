@@ -29,7 +29,6 @@ from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, Spec
 from ..system import atomic
 
 __all__ = [
-    "FORMER_SHORTS",
     "ClosedStream",
     "PosencGroup",
     "advice",
@@ -39,16 +38,6 @@ __all__ = [
     "notes",
     "say",
 ]
-
-#: Names some checks raise a SpecError under, and the option that the user typed for it.
-_PARAM_ALIASES = {"no_padding": "padding_idx"}
-
-#: Short options that another option of the same command had in the last release, each with the name of that
-#: option: a command line written for the old meaning is refused with one line that gives the new spelling
-#: (:func:`_former_short`), never read in the new meaning. ``posenc relative -q`` was the query length until
-#: 0.1.0 and is ``--quiet`` now, as on every other command; the query length is ``-Q``. Drop an entry one release
-#: after its change.
-FORMER_SHORTS: dict[tuple[str, str], str] = {("relative", "-q"): "query_length"}
 
 
 class PosencGroup(click.Group):
@@ -108,16 +97,19 @@ def _nearest(exc: click.NoSuchOption) -> str:
 
 
 def _former_short(exc: click.UsageError, argv: Sequence[str]) -> str:
-    """The one line for a command line that uses a short option in its meaning of the last release
-    (:data:`FORMER_SHORTS`: ``posenc relative -q 8``, which now reads as ``--quiet`` and a stray ``8``), or ``""``.
+    """The one line for a command line that uses a short option in its meaning of the last release (an option's
+    :attr:`~posenc_cli.params.Param.formerly`: ``posenc relative -q 8``, which now reads as ``--quiet`` and a stray
+    ``8``), or ``""``.
 
     Only a short option followed by a value is its old use (the new ones are flags): ``-q 8`` or ``-q8``, before
     any ``--``."""
     command = exc.ctx.command if exc.ctx is not None else None
+    if command is None:
+        return ""
     words = list(argv[: argv.index("--")] if "--" in argv else argv)
-    for (name, short), former in FORMER_SHORTS.items():
-        if command is None or command.name != name:
-            continue
+    records = [getattr(p, "record", None) for p in command.params]
+    for short, former in ((r.formerly, r.name) for r in records if r is not None and r.formerly is not None):
+        name = command.name
         values = [
             words[i + 1] if word == short else word[len(short) :]
             for i, word in enumerate(words)
@@ -182,8 +174,7 @@ def mapped_errors(ctx: click.Context) -> Iterator[None]:
     try:
         yield
     except SpecError as exc:
-        wanted = _PARAM_ALIASES.get(exc.param or "", exc.param)
-        option = next((p for p in ctx.command.params if p.name == wanted), None)
+        option = next((p for p in ctx.command.params if p.name == exc.param), None)
         raise click.BadParameter(str(exc), ctx=ctx, param=option) from None
     except PosencError as exc:
         raise click.ClickException(str(exc)) from None

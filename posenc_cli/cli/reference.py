@@ -4,7 +4,7 @@ The page is generated, never edited by hand: ``python -m posenc_cli.cli.referenc
 ``tests/test_reference.py`` fails when the committed page differs from what this module writes, so the reference
 cannot drift from the code. Each option's row comes from the click command (flags, type, default, help, the range),
 and the manifest key and API keyword columns from :mod:`posenc_cli.kinds` (the registry every surface is made from);
-the closing table of ranges and their reasons from the parameters' types (:mod:`posenc_cli.ranges`).
+the closing table of ranges and their reasons from the parameters' types (:mod:`posenc_cli.kinds`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 import click
 
 from ..kinds import CONVERT, KINDS, OUTPUT, RUN
-from ..ranges import CONFIG
+from ..kinds.rope_config import CONFIG
 from .options import ParamOption
 
 __all__ = ["render"]

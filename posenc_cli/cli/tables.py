@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..encodings import presets
 from ..kinds import KINDS, Kind
+from ..kinds.sinusoid import listed_presets
 from ..params import command_line
 from ._run import mapped_errors
 from .options import options, write_options
@@ -38,13 +38,7 @@ def table_command(kind: Kind) -> click.Command:
 @click.option("--json", "as_json", is_flag=True, help="Print them as JSON on stdout.")
 def presets_command(as_json: bool) -> None:
     """List every --preset of posenc generate: its parameters and the framework functions it reproduces."""
-    rows = []
-    for preset in presets.PRESETS.values():
-        spec = presets.resolve(preset.name, d_model=8)
-        values = {k: v for k, v in spec.params().items()}
-        values["odd"] = spec.odd
-        values["freq"] = spec.freq
-        rows.append((preset, values))
+    rows = listed_presets()
     if as_json:
         import json
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,36 +10,37 @@ from typing import Any
 import click
 
 from .. import api
-from .._cli_types import FLOAT, INT, IntRange
-from ..encodings import presets
+from .._cli_types import IntRange
 from ..errors import SpecError
+from ..kinds import KINDS
+from ..kinds.sinusoid import VIEWED
 from ..system import atomic
 from ..table import Table
 from ._run import mapped_errors
-from .options import ClickChoice, max_memory
+from .options import max_memory, option
 
 __all__ = ["plot_command", "show_command"]
 
 
 def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """A table to look at: a FILE posenc can read, or the parameters of a 1-D sinusoidal table."""
+    """A table to look at: a FILE posenc can read, or the parameters of a 1-D sinusoidal table (``posenc
+    generate``'s own: the same flags, types and ranges, none required, no default that would count as given)."""
+    generate = {p.name: p for p in KINDS["generate"].params}
+    given = [dataclasses.replace(generate[name], required=False, default=None) for name in VIEWED]
     options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("file", required=False, type=click.Path(dir_okay=False)),
-        click.option("-n", "--seq-len", "seq_len", type=INT, help="Without FILE: positions of a generated table."),
-        click.option("-d", "--d-model", "d_model", type=INT, help="Without FILE: its model dimension."),
-        click.option("-p", "--preset", type=ClickChoice(list(presets.PRESETS)), help="Without FILE: its preset."),
-        click.option("--base", type=FLOAT, help="Without FILE: its base.  [default: 10000]"),
+        *(option(param, help=VIEWED[param.name]) for param in given),
         click.option("--part", help="Which array of a table that holds several (cos, sin, bias, ...)."),
         max_memory,
     ]
-    for option in reversed(options):
-        f = option(f)
+    for decorate in reversed(options):
+        f = decorate(f)
     return f
 
 
 def _source(p: dict[str, Any]) -> Table:
     """The table ``_source_options`` name: loaded from FILE, or generated (lazily: only the rows shown are made)."""
-    made = {key: p[key] for key in ("seq_len", "d_model", "preset", "base") if p[key] is not None}
+    made = {key: p[key] for key in VIEWED if p[key] is not None}
     if p["file"] is not None:
         if made:
             flags = ", ".join("--" + key.replace("_", "-") for key in made)
@@ -46,7 +48,7 @@ def _source(p: dict[str, Any]) -> Table:
         return api.load(p["file"], max_memory=p["max_memory"])
     if p["seq_len"] is None or p["d_model"] is None:
         raise SpecError("give a FILE to look at, or -n/--seq-len and -d/--d-model for a generated table", param="file")
-    return api.generate(p["seq_len"], p["d_model"], base=p["base"], preset=p["preset"], lazy=True)
+    return KINDS["generate"].build(made)  # lazily, as every generated table is built
 
 
 class _Dims(click.ParamType):  # type: ignore[type-arg]

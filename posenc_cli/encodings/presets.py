@@ -329,17 +329,11 @@ def rows_of(
     cols = columns(spec)
     ks = [c[0] for c in cols if c is not None]
     mults = None if mult is None or not ks else [mult] * (max(ks) + 1)
-    try:
-        compute = prepare_rows(
-            stop_row, cols, denom=denom, base=base, start=spec.start, step=spec.step, scale=spec.amplitude,
-            dtype=dtype, quant_scale=quant_scale, zero_point=zero_point, mults=mults,
-        )  # fmt: skip
-    except SpecError as exc:
-        renamed = {"stop_row": "step" if spec.step != 1 else "seq_len", "scale": "amplitude", "mults": "min_timescale"}
-        if exc.param in renamed:
-            message = str(exc).replace("scale", "amplitude", 1) if exc.param == "scale" else str(exc)
-            raise SpecError(message, param=renamed[exc.param]) from None
-        raise
+    names = {"stop_row": "step" if spec.step != 1 else "seq_len", "scale": "amplitude", "mults": "min_timescale"}
+    compute = prepare_rows(
+        stop_row, cols, denom=denom, base=base, start=spec.start, step=spec.step, scale=spec.amplitude, dtype=dtype,
+        quant_scale=quant_scale, zero_point=zero_point, mults=mults, names=names,
+    )  # fmt: skip
     pad = spec.padding_idx
     zero = ElementType.of(dtype, scale=quant_scale, zero_point=zero_point).from_exact(Fraction(0))
 

@@ -63,7 +63,7 @@ __all__ = [
 
 SCHEMES = RELATIVE_SCHEMES
 #: The longest query or key axis posenc makes: past any model's context, and a (Q, K) matrix is the caller's to
-#: afford (:func:`posenc_cli.make.relative` checks the memory first).
+#: afford (:func:`posenc_cli.kinds.relative.relative` checks the memory first).
 MAX_LENGTH = 1 << 22
 #: Bucket counts and distances far beyond any model's (T5 uses 32 and 128, DeBERTa-v3 256 and 512).
 MAX_BUCKETS = 1 << 10

@@ -246,10 +246,7 @@ def resolve(
     head_dim = count(head_dim, "head_dim", 2, MAX_HEAD_DIM)
     if head_dim % 2:
         raise SpecError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}", param="head_dim")
-    try:
-        theta = check_base(theta)
-    except SpecError as exc:
-        raise SpecError(str(exc).replace("base", "theta", 1), param="theta") from None
+    theta = check_base(theta, "theta")
     if layout not in LAYOUTS:
         raise SpecError(f"layout must be one of {', '.join(LAYOUTS)}, got {show(layout)}", param="layout")
     if scaling not in SCALINGS:

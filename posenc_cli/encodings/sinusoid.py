@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -133,7 +133,8 @@ def count(value: object, name: str, minimum: int, maximum: int) -> int:
     return int(value)
 
 
-def check_base(base: object) -> float:
+def check_base(base: object, name: str = "base") -> float:
+    """A wavelength base, a finite number greater than 1; a ``SpecError`` names it ``name`` (RoPE's ``theta``)."""
     value = math.nan
     if isinstance(base, numbers.Real) and not isinstance(base, (bool, np.bool_)):
         try:
@@ -141,7 +142,7 @@ def check_base(base: object) -> float:
         except OverflowError:
             pass
     if not (math.isfinite(value) and value > 1.0):
-        raise SpecError(f"base must be a finite number greater than 1, got {show(base)}", param="base")
+        raise SpecError(f"{name} must be a finite number greater than 1, got {show(base)}", param=name)
     return value
 
 
@@ -199,12 +200,7 @@ def sinusoid_columns(columns: ColumnSpec) -> Columns:
 
 
 def _element(dtype: npt.DTypeLike, quant_scale: float | None, zero_point: int | None) -> ElementType:
-    try:
-        return ElementType.of(dtype, scale=quant_scale, zero_point=zero_point)
-    except SpecError as e:
-        if e.param != "scale":
-            raise
-        raise SpecError(str(e).replace("scale", "quant_scale", 1), param="quant_scale") from None
+    return ElementType.of(dtype, scale=quant_scale, zero_point=zero_point, scale_name="quant_scale")
 
 
 def check_sinusoid(
@@ -221,21 +217,29 @@ def check_sinusoid(
     quant_scale: float | None = None,
     zero_point: int | None = None,
     mults: Sequence[numbers.Rational | float] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[int, int, Columns, Sinusoid, ElementType]:
     """Validate :func:`sinusoid_rows`'s parameters; return ``(first_row, stop_row, columns, spec, element)``.
 
     Raises :class:`SpecError` whose ``param`` names the culprit (``first_row``, ``stop_row``, ``columns``,
-    ``denom``, ``base``, ``start``, ``step``, ``scale``, ``dtype``, ``quant_scale``, ``zero_point``, ``mults``).
+    ``denom``, ``base``, ``start``, ``step``, ``scale``, ``dtype``, ``quant_scale``, ``zero_point``, ``mults``),
+    as the caller's surface spells it: ``names`` maps a parameter here to the caller's own name for what it comes
+    from (a preset's ``{"scale": "amplitude"}``; the rows' end ``stop_row`` is a table's ``seq_len``).
     """
+    called = dict(names or {})
+
+    def name(param: str) -> str:
+        return called.get(param, param)
+
     first = count(first_row, "first_row", 0, MAX_ROWS)
     stop = count(stop_row, "stop_row", 0, MAX_ROWS)
     if stop < first:
         raise SpecError(f"stop_row must be at least first_row ({first}), got {stop}", param="stop_row")
     cols = sinusoid_columns(columns)
     q, b = _denom(denom), check_base(base)
-    x0, dx, s = _real(start, "start"), _real(step, "step"), _real(scale, "scale")
+    x0, dx, s = _real(start, "start"), _real(step, "step"), _real(scale, name("scale"))
     element = _element(dtype, quant_scale, zero_point)
-    m = _mults(mults, cols)
+    m = _mults(mults, cols, name("mults"))
     top = max(m) if m else Fraction(1)  # the kernel's domain is the angle's: |position * m_k| < 2**32 (f_k <= 1)
     limit, what = Fraction(MAX_POSITION) / top, "2**32" if top <= 1 else f"2**32 / {float(top):.17g}"
     if not abs(x0) < limit:
@@ -245,27 +249,30 @@ def check_sinusoid(
         raise SpecError(
             f"positions must stay below {what} in magnitude: row {stop - 1} is at start + step * {stop - 1} = "
             f"{_approximately(last)}",
-            param="stop_row",
+            param=name("stop_row"),
         )
     if s == 0 or abs(s) > _FINITE_MAX.get(element.name, math.inf):
         most = f" and at most {_FINITE_MAX[element.name]:.8g} in magnitude for {element.name}" if s else ""
-        raise SpecError(f"scale must be nonzero{most}, got {show(scale)}", param="scale")
+        raise SpecError(f"{name('scale')} must be nonzero{most}, got {show(scale)}", param=name("scale"))
     return first, stop, cols, Sinusoid(b, q, x0, dx, s, m), element
 
 
-def _mults(mults: Sequence[numbers.Rational | float] | None, cols: Columns) -> tuple[Fraction, ...] | None:
-    """Per frequency index ``k``: an exact rational ``2**-64 <= m_k <= 2**32`` (floats taken exactly)."""
+def _mults(
+    mults: Sequence[numbers.Rational | float] | None, cols: Columns, param: str = "mults"
+) -> tuple[Fraction, ...] | None:
+    """Per frequency index ``k``: an exact rational ``2**-64 <= m_k <= 2**32`` (floats taken exactly); a
+    ``SpecError`` names ``param``, what the caller's surface calls them."""
     if mults is None:
         return None
     top = int(cols.ks.max()) if len(cols.ks) else 0
     if isinstance(mults, (str, bytes)) or not isinstance(mults, Sequence) or len(mults) <= top:
-        raise SpecError(f"mults must be a sequence with an entry for every k up to {top}", param="mults")
+        raise SpecError(f"mults must be a sequence with an entry for every k up to {top}", param=param)
     out = []
     for i, m in enumerate(mults):
         ok = isinstance(m, (numbers.Rational, float, np.floating)) and not isinstance(m, (bool, np.bool_))
         q = Fraction(m) if ok and math.isfinite(m) else Fraction(-1)
         if not Fraction(1, 2**64) <= q <= 2**32:
-            raise SpecError(f"mults[{i}] must be a number in [2**-64, 2**32], got {show(m)}", param="mults")
+            raise SpecError(f"mults[{i}] must be a number in [2**-64, 2**32], got {show(m)}", param=param)
         out.append(q)
     return tuple(out) if any(q != 1 for q in out) else None
 
@@ -348,6 +355,7 @@ def prepare_rows(
     quant_scale: float | None = None,
     zero_point: int | None = None,
     mults: Sequence[numbers.Rational | float] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> Callable[[int, int], np.ndarray]:
     """Check :func:`sinusoid_rows`'s parameters once, for rows ``0 .. stop_row - 1``, and return ``rows(lo, hi)``
     that computes any block ``0 <= lo <= hi <= stop_row`` of them without checking again: bit-identical to
@@ -355,7 +363,7 @@ def prepare_rows(
     A block outside ``0 .. stop_row`` is a caller's bug and raises ``ValueError``."""
     _, stop, cols, spec, element = check_sinusoid(
         0, stop_row, columns, denom=denom, base=base, start=start, step=step, scale=scale, dtype=dtype,
-        quant_scale=quant_scale, zero_point=zero_point, mults=mults,
+        quant_scale=quant_scale, zero_point=zero_point, mults=mults, names=names,
     )  # fmt: skip
 
     def rows(lo: int, hi: int) -> np.ndarray:

@@ -50,6 +50,9 @@ class WriteOptions:
         C float16 tables: ``_Float16`` or ``__fp16`` for native literals; by default ``uint16_t`` bit patterns.
     group : str or None
         HDF5, tables of several arrays: put the datasets in this group instead of the file's root.
+    formula : tuple of str
+        C: the lines of the table's formula its provenance comment gives (``{name}`` stands for the symbol's name), from
+        the table's kind (:attr:`posenc_cli.kinds.Kind.c_formula`); none: the comment gives the parameters alone.
     """
 
     name: str = "pe"
@@ -63,6 +66,7 @@ class WriteOptions:
     float_literal: str = "decimal"
     c_half_type: str | None = None
     group: str | None = None
+    formula: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.lang not in LANGS:

@@ -72,7 +72,9 @@ def _widths(grid_rows: np.ndarray) -> list[tuple[int, slice]]:
 
 def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """MAE's 2-D sincos: the grids whose structure the table shows (:func:`_widths`), with the class-token row
-    when the first row is zero."""
+    when the first row is zero (none of a table of another number of axes)."""
+    if values.ndim != 2:
+        return
     n, d = values.shape
     if d % 4 or d < 4 or n < 2:
         return

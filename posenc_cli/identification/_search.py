@@ -42,11 +42,8 @@ from ..errors import SpecError
 from ..table import RowSource
 from ._compare import ROUNDED_ONCE, Comparison, compare
 from ._hypothesis import Hypothesis
-from ._others import alibi_hypotheses, sincos2d_hypotheses
 from ._readoff import resolution
 from ._report import Candidate, TensorResult
-from ._rope import rope_hypotheses
-from ._sinusoid import sinusoid_hypotheses
 
 __all__ = ["WHOLES", "WORK_FLOOR", "WORK_PER_ENTRY", "Spent", "Work", "search"]
 
@@ -136,12 +133,15 @@ def _trivial(values: np.ndarray) -> str | None:
 
 
 def _hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
-    """Every family's readings, in turn (a match stops the search before the next family reads anything)."""
-    yield from alibi_hypotheses(values)
-    yield from rope_hypotheses(values)
-    if values.ndim == 2:
-        yield from sinusoid_hypotheses(values)
-        yield from sincos2d_hypotheses(values)
+    """Every kind's readings, in turn, in the order of its reader (:attr:`posenc_cli.kinds.Kind.identify`): a match
+    stops the search before the next kind reads anything."""
+    import importlib
+
+    from ..kinds import KINDS
+
+    for _, where in sorted(kind.identify for kind in KINDS.values() if kind.identify is not None):
+        module, function = where.split(":")
+        yield from getattr(importlib.import_module(f"{__package__}.{module}"), function)(values)
 
 
 def _nearness(candidate: Candidate) -> tuple[float, float]:

@@ -122,7 +122,10 @@ def _snap(value: float, scale: float) -> list[float]:
 
 
 def sinusoid_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
-    """Every preset's reading of the 2-D table ``values`` (float64), simplest first within each preset."""
+    """Every preset's reading of the 2-D table ``values`` (float64), simplest first within each preset (none of a
+    table of another number of axes)."""
+    if values.ndim != 2:
+        return
     n, d = values.shape
     if n < 3 or d < 4:
         return

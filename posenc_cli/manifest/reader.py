@@ -74,7 +74,7 @@ from ..errors import OutputError, PosencError, PosencWarning, SpecError
 from ..formats import C_OPTIONS
 from ..formats.limits import MAX_NESTING
 from ..kinds import KINDS
-from ..model_config import config_file
+from ..kinds.rope_config import config_file
 from ..params import Param, Wrong, command_line, show
 from ..system import atomic
 from ..table import Table
@@ -471,7 +471,7 @@ def about(where: str, origins: Mapping[str, str] | None = None) -> Iterator[None
     try:
         yield
     except SpecError as exc:
-        message, key = str(exc), {"no_padding": "padding_idx"}.get(exc.param or "", exc.param)
+        message, key = str(exc), exc.param
         if key and key != "manifest":
             message = message if key in message else f"{key}: {message}"
             message += (origins or {}).get(key, "")

@@ -121,7 +121,24 @@ def write_options(file: CFile, name: str, arrays: list[CArray]) -> Iterator[Writ
                 progmem=progmem,
                 float_literal=literal,
                 c_half_type=half,
+                formula=formula(file),
             )
+
+
+def formula(file: CFile) -> tuple[str, ...]:
+    """The formula lines of the file's comment, as written (the table's kind gave the writer them:
+    :attr:`posenc_cli.kinds.Kind.c_formula`; this layer does not know the kinds): the indented lines after the
+    blank line that ends the shapes, up to the next blank line. Written again as they stand, they are compared with
+    the file like every other line."""
+    notes = file.comment.notes
+    if len(notes) < 2 or notes[0] != "" or not notes[1].startswith("  "):
+        return ()
+    lines = []
+    for note in notes[1:]:
+        if not note.startswith("  "):
+            break
+        lines.append(note[2:])
+    return tuple(lines)
 
 
 def is_cxx(file: CFile) -> bool:

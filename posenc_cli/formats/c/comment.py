@@ -27,7 +27,9 @@ from .values import Stream
 
 #: Lines of the provenance comment at most (posenc writes one per parameter and array, and about ten more).
 MAX_COMMENT_LINES = 1000
-#: The parameters that are text whatever their value looks like (``short_factor: 1.0`` for head_dim 2).
+#: The parameters that are text whatever their value looks like (``short_factor: 1.0`` for head_dim 2, a digest
+#: of digits): every text parameter a kind records (``tests/test_c_read.py`` holds this to the registry, which this
+#: layer does not import), the lists of numbers, and ``part``.
 TEXT_PARAMS = frozenset(
     {
         "dtype",
@@ -44,6 +46,9 @@ TEXT_PARAMS = frozenset(
         "variant",
         "bias_key",
         "bias_sha256",
+        "config_fields",
+        "layer_type",
+        "position_ids_sha256",
     }
 )
 

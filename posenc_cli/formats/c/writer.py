@@ -36,15 +36,6 @@ BIG_INITIALIZER = 1 << 20
 #: What one C file is: a self-contained header, the .c of a pair, the .h of a pair, the .h of a .bin.
 Variant = Literal["h", "c", "decl", "incbin"]
 
-_FORMULAS = {
-    "sinusoidal": (
-        "{name}[pos][2i]   = sin(pos / base^(2i / d_model))",
-        "{name}[pos][2i+1] = cos(pos / base^(2i / d_model))",
-    ),
-}
-
-#: The parameters of the paper's own table: with any other, the formula above does not describe the table.
-_PAPER_PARAMS = {"seq_len", "d_model", "base", "dtype", "layout", "scale", "zero_point"}
 
 _ALIGN_MACRO = """#ifndef POSENC_ALIGNED
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -415,11 +406,8 @@ def _comment(unit: _Unit, extra: list[str] | None = None) -> str:
         f"  shape{'' if len(table.arrays) == 1 else ' of ' + symbol}: {' x '.join(map(str, table.arrays[key].shape))}"
         for key, symbol in unit.names.symbols.items()
     ]
-    formula: tuple[str, ...] | None = _FORMULAS.get(table.kind)
-    if formula and not set(table.params) <= _PAPER_PARAMS:  # a preset or other frequencies: the parameters say it
-        formula = ("the parameters above define the table (posenc generate --help, posenc presets)",)
-    if formula:
-        lines += [""] + ["  " + line.format(name=name) for line in formula]
+    if options.formula:  # the kind's, for these parameters (posenc_cli.kinds.Kind.c_formula)
+        lines += [""] + ["  " + line.replace("{name}", name) for line in options.formula]
     lines.append("")
     if reading:
         lines.append(f"Values: {reading}.")

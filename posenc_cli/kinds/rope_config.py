@@ -1,6 +1,6 @@
 """A model's ``config.json`` read as HF transformers reads its RoPE: ``posenc rope --config``.
 
-:func:`rope_settings` gives :func:`posenc_cli.make.rope`'s keywords for the config (a file, or a folder holding
+:func:`rope_settings` gives :func:`posenc_cli.kinds.rope.rope`'s keywords for the config (a file, or a folder holding
 ``config.json``) and the fields it took them from. It follows transformers 5's ``RotaryEmbeddingConfigMixin``
 (``standardize_rope_params`` and the ``_compute_*_parameters`` functions) and the model configs that rename fields:
 
@@ -20,7 +20,7 @@
 
 The file is untrusted: at most :data:`~posenc_cli.formats.limits.MAX_METADATA` bytes of strict JSON
 (:func:`~posenc_cli.formats.limits.read_json`: no NaN or Infinity, no duplicate keys, nesting limited), a regular
-file. Every value it gives is held to the range of the parameter it becomes (:mod:`posenc_cli.ranges`:
+file. Every value it gives is held to the range of the parameter it becomes (:data:`posenc_cli.kinds.rope.PARAMS`:
 ``rope_scaling.beta_fast`` is ``beta_fast``'s), of the type that parameter takes (a JSON number for a number, an
 integer for an integer, ``true`` or ``false`` for a flag), before any arithmetic; ``partial_rotary_factor`` (and
 ``rotary_pct``) is a share of ``head_dim`` in ``0 < x <= 1``. A config without RoPE fields, with a rope type posenc
@@ -33,25 +33,32 @@ option), and the field, as ``rope_scaling.beta_fast``. Only a file that cannot b
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import ranges
-from .errors import FormatError, SpecError
-from .formats.limits import MAX_METADATA, read_json
-from .params import BOOLEAN, ValueType, Wrong, spell
-from .read import PathLike, existing
-from .system.files import open_regular
+from ..errors import FormatError, SpecError
+from ..formats.limits import MAX_METADATA, read_json
+from ..params import BOOLEAN, NUMBER, ValueType, Wrong, spell
+from ..ranges import Range
+from ..read import PathLike, existing
+from ..system.files import open_regular
 
-__all__ = ["KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
+__all__ = ["CONFIG", "KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
+
+#: Fields of a model's config.json that are no parameter of posenc's but take a range of their own.
+PARTIAL_ROTARY_FACTOR = NUMBER.within(
+    Range("0 < x <= 1", "the share of head_dim rotated (GPT-NeoX rotary_pct 0.25, Phi-2 0.4, ChatGLM 0.5)")
+)
+CONFIG: dict[str, ValueType] = {"partial_rotary_factor": PARTIAL_ROTARY_FACTOR, "rotary_pct": PARTIAL_ROTARY_FACTOR}
 
 #: HF rope types posenc makes, and the scaling mode each is (``su``: LongRoPE's first name).
 KNOWN_TYPES = {
     "default": "none", "mrope": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn",
     "llama3": "llama3", "longrope": "longrope", "su": "longrope", "proportional": "proportional",
 }  # fmt: skip
-#: Each mode's keys of the RoPE dict, by the name :func:`posenc_cli.make.rope` takes.
+#: Each mode's keys of the RoPE dict, by the name :func:`posenc_cli.kinds.rope.rope` takes.
 _KEYS = {
     "none": {},
     "linear": {"factor": "factor"},
@@ -133,13 +140,14 @@ def _count(value: object, name: str) -> int:
     return value
 
 
-def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfig:
+def rope_settings(path: PathLike, *, typed_as: Mapping[str, ValueType], layer_type: str | None = None) -> RopeConfig:
     """Read ``path`` (a ``config.json``, or the folder of one) as transformers reads its RoPE (module docstring).
 
     Raises :class:`~posenc_cli.errors.SpecError` (``param="config"`` or ``"layer_type"``) for a config without
     RoPE, an unknown rope type, a missing ``layer_type`` where the config has several, a field of the wrong type or
     outside its range (named as the config spells it: ``rope_scaling.beta_fast``), or a file that is not a
     config.json (not strict JSON, not an object); :class:`~posenc_cli.errors.FormatError` when it cannot be read.
+    ``typed_as`` gives the type (with its range) of each keyword a field becomes: the kind's parameters'.
     """
     _, doc = _read(path)
     fields: list[str] = []
@@ -213,7 +221,7 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
         )
     settings: dict[str, Any] = {"scaling": scaling}
     if theta is not None:
-        settings["theta"] = _checked(theta, field("rope_theta"), ranges.THETA)
+        settings["theta"] = _checked(theta, field("rope_theta"), typed_as["theta"])
     head_dim = None
     if isinstance(model_type, str) and model_type.startswith("deepseek"):
         head_dim = take("qk_rope_head_dim")
@@ -221,13 +229,13 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
         head_dim = take("global_head_dim")  # Gemma 4's full-attention layers have their own head_dim
     head_dim = head_dim if head_dim is not None else take("head_dim")
     if head_dim is not None:
-        head_dim = _checked(head_dim, field("head_dim"), ranges.HEAD_DIM)
+        head_dim = _checked(head_dim, field("head_dim"), typed_as["head_dim"])
     else:
         hidden, heads = take("hidden_size"), take("num_attention_heads")
         if hidden is None or heads is None:
             raise SpecError("the config gives neither head_dim nor hidden_size and num_attention_heads", param="config")
         head_dim = _count(hidden, "hidden_size") // _count(heads, "num_attention_heads")
-        head_dim = _checked(head_dim, "hidden_size // num_attention_heads", ranges.HEAD_DIM)
+        head_dim = _checked(head_dim, "hidden_size // num_attention_heads", typed_as["head_dim"])
     settings["head_dim"] = head_dim
     partial = rope.get("partial_rotary_factor")
     if partial is not None:
@@ -237,7 +245,7 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
         if partial is None:
             partial = take("rotary_pct")
     if partial is not None:
-        share = _checked(partial, field("partial_rotary_factor"), ranges.CONFIG["partial_rotary_factor"])
+        share = _checked(partial, field("partial_rotary_factor"), CONFIG["partial_rotary_factor"])
         if share != 1.0:
             if scaling == "proportional":  # HF: rope_angles = int(partial * head_dim // 2)
                 rotary_dim = 2 * int(share * head_dim // 2)
@@ -253,17 +261,17 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
     for key, name in _KEYS[scaling].items():
         if rope.get(key) is not None:
             fields.append(f"{prefix}{spelled}.{key}")
-            settings[name] = _checked(rope[key], fields[-1], BOOLEAN if name == "truncate" else ranges.BY_NAME[name])
+            settings[name] = _checked(rope[key], fields[-1], BOOLEAN if name == "truncate" else typed_as[name])
     max_positions = take("max_position_embeddings")
     if max_positions is not None:
-        max_positions = _checked(max_positions, field("max_position_embeddings"), ranges.POSITIONS)
+        max_positions = _checked(max_positions, field("max_position_embeddings"), typed_as["max_positions"])
     if scaling in ("yarn", "llama3", "longrope"):
         original = take("original_max_position_embeddings")  # Phi-3: the top level comes first
         if original is None and rope.get("original_max_position_embeddings") is not None:
             fields.append(f"{prefix}{spelled}.original_max_position_embeddings")
             original = rope["original_max_position_embeddings"]
         if original is not None:
-            original = _checked(original, fields[-1], ranges.POSITIONS)
+            original = _checked(original, fields[-1], typed_as["original_max_positions"])
         settings["original_max_positions"] = original if original is not None else max_positions
         if scaling == "yarn" and settings.get("factor") is None and max_positions is not None:
             settings["max_positions"] = max_positions  # HF: factor = max_position_embeddings / original
@@ -271,7 +279,7 @@ def rope_settings(path: PathLike, *, layer_type: str | None = None) -> RopeConfi
         settings["max_positions"] = max_positions
     if rope.get("mrope_section") is not None:
         fields.append(f"{prefix}{spelled}.mrope_section")
-        settings["mrope_section"] = _checked(rope["mrope_section"], fields[-1], ranges.MROPE_SECTION)
+        settings["mrope_section"] = _checked(rope["mrope_section"], fields[-1], typed_as["mrope_section"])
         if rope.get("mrope_interleaved") is not None and _checked(
             rope["mrope_interleaved"], f"{prefix}{spelled}.mrope_interleaved", BOOLEAN
         ):

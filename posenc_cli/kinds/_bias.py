@@ -1,5 +1,6 @@
-"""A learned table taken from a checkpoint: T5's ``relative_attention_bias.weight``, Swin's and BEiT's
-``relative_position_bias_table``.
+"""What the index kinds (``posenc relative``, ``posenc window``) share: the index's integer type, and a learned table
+taken from a checkpoint and gathered by the index (``--bias``, ``--key``): T5's ``relative_attention_bias.weight``,
+Swin's and BEiT's ``relative_position_bias_table``.
 
 :func:`weight_table` reads one 2-D array from any file posenc reads (.safetensors, .npz, .npy, .h5; through
 :func:`posenc_cli.read.load`, so the file is untrusted: a regular file, read within the memory limit; from a
@@ -23,16 +24,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import decode
-from .errors import SpecError
-from .read import PathLike, existing, load, names
-from .table import RowSource
+from ..dtypes import INDEX_DTYPES, decode
+from ..errors import SpecError
+from ..params import TEXT, Param
+from ..read import PathLike, existing, load, names
+from ..system.capacity import check_memory
+from ..table import Array, RowSource, array_sha256
+from ..table import Param as Value
 
-__all__ = ["LEARNED_SUFFIXES", "Weights", "weight_table"]
+__all__ = ["BIAS_PARAMS", "BIAS_RECORDED", "LEARNED_SUFFIXES", "Weights", "gather", "index_dtype", "weight_table"]
+
+BIAS_PARAMS: tuple[Param, ...] = (
+    Param(
+        "bias",
+        TEXT,
+        "A checkpoint's learned table to gather (.safetensors, .npz, .npy, .h5): adds the array bias.",
+    ),
+    Param("key", TEXT, "The array of --bias to take (needed when the file holds several)."),
+)
+
+
+#: A gathered bias records the gathered array's sha256 and the key it was read under (not the file's path).
+BIAS_RECORDED = {"bias": ("bias_sha256",), "key": ("bias_key",)}
+
 
 #: How the tables posenc gathers from end in the state dicts of transformers and timm: the keys suggested when a
 #: file holds several arrays and no key is given.
 LEARNED_SUFFIXES = ("relative_attention_bias.weight", "relative_position_bias_table")
+
+
 _SHOWN = 8  # keys named in a message, at most
 
 
@@ -100,3 +120,41 @@ def weight_table(source: PathLike | np.ndarray, key: str | None, *, rows: int, w
         raise SpecError(f"{what} holds NaN or infinite weights", param="bias")
     wide = stored.dtype == np.float64
     return Weights(np.ascontiguousarray(values, np.float64 if wide else np.float32), key)
+
+
+def index_dtype(index: np.ndarray, dtype: str | None) -> np.ndarray:
+    """``index`` stored as ``dtype``, or as the smallest of int8, int16, int32 (then int64) that holds it."""
+    low, high = int(index.min(initial=0)), int(index.max(initial=0))
+    fits = [t for t in INDEX_DTYPES if np.iinfo(t).min <= low and high <= np.iinfo(t).max]
+    if dtype is None:
+        return index.astype(fits[0])
+    if dtype not in INDEX_DTYPES:
+        raise SpecError(
+            f"dtype of an index table must be one of {', '.join(INDEX_DTYPES)}, got {dtype!r}", param="dtype"
+        )
+    if dtype not in fits:
+        raise SpecError(
+            f"this index runs from {low} to {high}, which {dtype} cannot hold; use {fits[0]} or wider", param="dtype"
+        )
+    return index.astype(dtype)
+
+
+def gather(
+    index: np.ndarray, bias: PathLike | np.ndarray | None, key: str | None, rows: int, what: str
+) -> tuple[dict[str, Array], dict[str, Value]]:
+    """The ``bias`` array ``(heads, *index.shape)``, ``weights[index]`` with heads first, and its parameters."""
+    if bias is None:
+        if key is not None:
+            raise SpecError("key names the bias table in a file: give the file too (--bias)", param="key")
+        return {}, {}
+    weights = weight_table(bias, key, rows=rows, what=what)
+    heads = weights.values.shape[1]
+    check_memory(
+        2 * heads * index.size * weights.values.dtype.itemsize,
+        f"the bias ({heads} x {' x '.join(map(str, index.shape))})",
+    )
+    gathered = np.ascontiguousarray(np.moveaxis(weights.values[index], -1, 0))
+    params: dict[str, Value] = {"bias_heads": heads, "bias_sha256": array_sha256(gathered)}
+    if weights.key is not None:
+        params["bias_key"] = weights.key
+    return {"bias": gathered}, params

@@ -1,40 +1,41 @@
-"""RoPE caches (``posenc rope``): the maker behind the command and the API, re-exported by :mod:`posenc_cli.make`.
+"""RoPE's caches once :func:`posenc_cli.kinds.rope.rope` has checked and merged its keywords: the caches at positions
+``0 .. seq_len - 1`` (:mod:`posenc_cli.encodings.rope` defines every value) and the forms models use: a partial rotary
+dimension (``rotary_dim``), the caches at given position ids (packed sequences, left padding), Qwen2-VL's M-RoPE over
+three rows of ids (``mrope_section``, and Qwen3-VL's interleaved form), LongRoPE's two caches at once
+(``longrope_pair``) and the half-width layout of ONNX's ``RotaryEmbedding``.
 
-Besides the caches at positions ``0 .. seq_len - 1`` (:mod:`posenc_cli.encodings.rope` defines every value), the
-forms models use: a partial rotary dimension (``rotary_dim``), the caches at given position ids (packed sequences,
-left padding), Qwen2-VL's M-RoPE over three rows of ids (``mrope_section``, and Qwen3-VL's interleaved form),
-LongRoPE's two caches at once (``longrope_pair``) and the half-width layout of ONNX's ``RotaryEmbedding``.
+Imported when a RoPE table is made, not when the registry is read: ``posenc generate`` never loads the RoPE engine.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _resources, model_config, ranges
-from .dtypes import ElementType
-from .encodings import check_params
-from .encodings import rope as rope_encoding
-from .errors import SpecError
-from .read import PathLike, existing, load
-from .saturation import check_saturate, may_clip, refuse_clipping, zero_note
-from .table import Array, Param, RowSource, Table, array_sha256
+from ..dtypes import ElementType
+from ..encodings import rope as rope_encoding
+from ..errors import SpecError
+from ..read import existing, load
+from ..saturation import check_saturate, may_clip, refuse_clipping, zero_note
+from ..system.capacity import check_memory
+from ..table import Array, RowSource, Table, array_sha256
+from ..table import Param as Value
 
-__all__ = ["MAX_POSITION_IDS", "rope"]
+if TYPE_CHECKING:
+    from .rope_config import RopeConfig
+
+__all__ = ["MAX_POSITION_IDS", "caches"]
 
 #: The float64 caches of the same parameters: the correctly rounded values a quantised table rounds from.
 _FLOAT64 = ElementType.of("float64")
+
+
 #: The most position ids posenc takes (each one a row of the caches, built whole).
 MAX_POSITION_IDS = 1 << 24
-#: The scaling modes' own parameters, in the order ``rope`` unpacks them.
-_MODE_FIELDS = (
-    "factor", "original_max_positions", "max_positions", "low_freq_factor", "high_freq_factor", "beta_fast",
-    "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "short_factor", "long_factor",
-)  # fmt: skip
 
 
 def _positions(position_ids: object, mrope: bool) -> np.ndarray:
@@ -179,148 +180,7 @@ def _lost_frequencies(
         )
 
 
-def rope(
-    seq_len: int | None = None,
-    head_dim: int | None = None,
-    *,
-    config: PathLike | None = None,
-    layer_type: str | None = None,
-    theta: float | None = None,
-    layout: str = "half",
-    scaling: str | None = None,
-    attention_scaling: bool = True,
-    rotary_dim: int | None = None,
-    position_ids: object | None = None,
-    mrope_section: Sequence[int] | None = None,
-    mrope_interleaved: bool = False,
-    longrope_pair: bool = False,
-    dtype: str = "float32",
-    scale: float | None = None,
-    zero_point: int | None = None,
-    saturate: bool = False,
-    lazy: bool = False,
-    factor: float | None = None,
-    original_max_positions: int | None = None,
-    max_positions: int | None = None,
-    low_freq_factor: float | None = None,
-    high_freq_factor: float | None = None,
-    beta_fast: float | None = None,
-    beta_slow: float | None = None,
-    truncate: bool | None = None,
-    mscale: float | None = None,
-    mscale_all_dim: float | None = None,
-    attention_factor: float | None = None,
-    short_factor: Sequence[float] | None = None,
-    long_factor: Sequence[float] | None = None,
-) -> Table:
-    """RoPE caches as HF transformers computes them: a :class:`Table` of kind ``"rope"`` with arrays ``cos`` and
-    ``sin`` (seq_len, rotary_dim) and ``inv_freq`` (rotary_dim/2,).
-
-    ``scaling`` is ``none``, ``linear``, ``dynamic``, ``yarn``, ``llama3`` or ``longrope`` with its parameters named
-    as in HF's ``rope_parameters`` (``factor``, ``original_max_positions``, ``max_positions``, ``low_freq_factor``,
-    ``high_freq_factor``, ``beta_fast``, ``beta_slow``, ``truncate``, ``mscale``, ``mscale_all_dim``,
-    ``attention_factor``, ``short_factor``, ``long_factor``); :mod:`posenc_cli.encodings.rope` defines each. HF
-    multiplies cos and sin by the mode's attention scaling (YaRN, LongRoPE); ``attention_scaling=False`` leaves it
-    out (the parameters record its value either way). ``layout`` ``half`` is HF/GPT-NeoX ``rotate_half``,
-    ``interleaved`` GPT-J/llama.cpp's adjacent pairs, ``half-width`` each frequency once (ONNX ``RotaryEmbedding``).
-    Every value is correctly rounded.
-
-    - ``rotary_dim``: the rotated dimensions of a partial rotary model (GPT-NeoX ``rotary_pct``, Phi's
-      ``partial_rotary_factor``): the caches and every frequency are over ``rotary_dim``, as HF's ``dim``.
-    - ``position_ids`` (integers, ``(seq,)``): the caches' rows at those positions instead of ``0 .. seq_len - 1``
-      (``seq_len`` is then their count); dynamic and LongRoPE are evaluated at ``max(position_ids) + 1``, as HF's
-      ``dynamic_rope_update`` does. With ``mrope_section`` (Qwen2-VL: ``[16, 24, 24]``) the ids are ``(3, seq)``
-      (temporal, height, width) and each frequency takes its section's row, as HF's
-      ``apply_multimodal_rotary_pos_emb`` recomposes them (``mrope_interleaved``: Qwen3-VL's interleaved sections).
-    - ``longrope_pair``: both LongRoPE caches, ``cos_short``/``sin_short``/``inv_freq_short`` and the ``_long``
-      ones, whatever ``seq_len`` is (ONNX Runtime GenAI bakes both).
-
-    - ``dtype`` a fixed-point type or int8: values the type cannot hold are refused with their count
-      (:mod:`posenc_cli.saturation`), before anything is made in it: YaRN's and LongRoPE's attention scaling folded
-      into cos and sin (1.1386 for Qwen2.5's factor 4) takes them beyond q15's [-1, 1]. The ways out are
-      ``attention_scaling=False`` (cos and sin in [-1, 1], the scaling recorded as ``attention_scaling``, the
-      scalar llama.cpp and TensorRT-LLM take), a type with integer bits (``fixed16.14``), or ``saturate=True``,
-      which clips them to the type's ends and is recorded. An ``inv_freq`` entry that rounds to 0 in the type is
-      not clipping (every entry is as near its exact value as the type allows) and is not refused; a
-      :class:`~posenc_cli.errors.PosencWarning` names how many, since a kernel that computes its angles from
-      ``inv_freq`` would leave those dimensions unrotated.
-
-    - ``config``: a model's ``config.json`` (or its folder), read as transformers reads its RoPE
-      (:mod:`posenc_cli.model_config`): every parameter above comes from it, ``seq_len`` defaults to its
-      ``max_position_embeddings``, ``layer_type`` picks Gemma's ``full_attention`` or ``sliding_attention``, and
-      any keyword given overrides the config (a ``scaling`` other than the config's drops its scaling fields). The
-      table records the config fields it read (``config_fields``) and every value, so it regenerates without the
-      file.
-
-    Examples
-    --------
-    >>> t = rope(8, 64, scaling="yarn", factor=4.0, original_max_positions=4096)
-    >>> t.arrays["cos"].shape, t.arrays["inv_freq"].shape, round(t.params["attention_scaling"], 6)
-    ((8, 64), (32,), 1.138629)
-    >>> rope(head_dim=8, position_ids=[5, 0, 5]).arrays["cos"][:, 0].round(4).tolist()
-    [0.2837, 1.0, 0.2837]
-    """
-    ranges.check(
-        seq_len=seq_len, head_dim=head_dim, theta=theta, rotary_dim=rotary_dim, mrope_section=mrope_section,
-        factor=factor, original_max_positions=original_max_positions, max_positions=max_positions,
-        low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast, beta_slow=beta_slow,
-        mscale=mscale, mscale_all_dim=mscale_all_dim, attention_factor=attention_factor, short_factor=short_factor,
-        long_factor=long_factor, scale=scale, zero_point=zero_point,
-    )  # fmt: skip
-    _, _, _, element = check_params(1, 1, 10000.0, dtype, scale=scale, zero_point=zero_point)
-    explicit = {
-        "head_dim": head_dim, "theta": theta, "scaling": scaling, "rotary_dim": rotary_dim, "factor": factor,
-        "original_max_positions": original_max_positions, "max_positions": max_positions,
-        "low_freq_factor": low_freq_factor, "high_freq_factor": high_freq_factor, "beta_fast": beta_fast,
-        "beta_slow": beta_slow, "truncate": truncate, "mscale": mscale, "mscale_all_dim": mscale_all_dim,
-        "attention_factor": attention_factor, "short_factor": short_factor, "long_factor": long_factor,
-        "mrope_section": mrope_section, "mrope_interleaved": mrope_interleaved or None,
-    }  # fmt: skip
-    from_config: model_config.RopeConfig | None = None
-    configured: set[str] = set()  # the settings the config gave, or that follow from what it gave (yarn's factor)
-    if config is not None:
-        from_config = model_config.rope_settings(config, layer_type=layer_type)
-        merged = dict(from_config.settings)
-        if scaling is not None and scaling != merged["scaling"]:  # another mode: the config's own fields go
-            merged = {k: v for k, v in merged.items() if k not in _MODE_FIELDS}
-        configured = {k for k in explicit if explicit[k] is None}
-        merged.update({k: v for k, v in explicit.items() if v is not None})
-        if seq_len is None and position_ids is None and from_config.seq_len is not None:
-            seq_len = from_config.seq_len
-            configured.add("seq_len")
-        head_dim, theta, scaling, rotary_dim = (merged.get(k) for k in ("head_dim", "theta", "scaling", "rotary_dim"))
-        factor, original_max_positions, max_positions = (merged.get(k) for k in _MODE_FIELDS[:3])
-        low_freq_factor, high_freq_factor, beta_fast, beta_slow, truncate = (merged.get(k) for k in _MODE_FIELDS[3:8])
-        mscale, mscale_all_dim, attention_factor, short_factor, long_factor = (merged.get(k) for k in _MODE_FIELDS[8:])
-        mrope_section, mrope_interleaved = merged.get("mrope_section"), bool(merged.get("mrope_interleaved"))
-    elif layer_type is not None:
-        raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
-    with _named_config(config, configured):
-        return _caches(
-            seq_len, head_dim, theta=theta, layout=layout, scaling=scaling, attention_scaling=attention_scaling,
-            rotary_dim=rotary_dim, position_ids=position_ids, mrope_section=mrope_section,
-            mrope_interleaved=mrope_interleaved, longrope_pair=longrope_pair, element=element, lazy=lazy,
-            factor=factor, original_max_positions=original_max_positions, max_positions=max_positions,
-            low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
-            beta_slow=beta_slow, truncate=truncate, mscale=mscale, mscale_all_dim=mscale_all_dim,
-            attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor,
-            from_config=from_config, layer_type=layer_type, saturate=saturate,
-        )  # fmt: skip
-
-
-@contextlib.contextmanager
-def _named_config(config: PathLike | None, configured: set[str]) -> Iterator[None]:
-    """A :class:`SpecError` about a value the config gave (not one typed) names the config (``--config``): the
-    value is wrong there, and the option it would blame was never given."""
-    try:
-        yield
-    except SpecError as exc:
-        if config is not None and exc.param in configured:
-            raise SpecError(f"{exc} (a value from the config {os.fspath(config)!r})", param="config") from None
-        raise
-
-
-def _caches(
+def caches(
     seq_len: int | None,
     head_dim: int | None,
     *,
@@ -335,12 +195,14 @@ def _caches(
     longrope_pair: bool,
     element: ElementType,
     lazy: bool,
-    from_config: model_config.RopeConfig | None,
+    from_config: RopeConfig | None,
     layer_type: str | None,
     saturate: bool,
+    work_per_value: int,
     **modes: object,
 ) -> Table:
-    """:func:`rope`'s table once the config is read and merged: every value checked, the caches made."""
+    """:func:`~posenc_cli.kinds.rope.rope`'s table once the config is read and merged: every value checked, the
+    caches made (``work_per_value``: the peak bytes per value of caches built whole, the kind's)."""
     theta = 10000.0 if theta is None else theta
     scaling = "none" if scaling is None else scaling
     if head_dim is None:
@@ -378,8 +240,8 @@ def _caches(
     spec = rope_encoding.resolve(seq_len=reach, head_dim=dim, **settings)  # type: ignore[arg-type]
     width = rope_encoding.width(spec)
     if not lazy or ids is not None:
-        _resources.check_memory(
-            2 * (1 + 2 * longrope_pair) * seq_len * width * _resources.WORK_BYTES_PER_VALUE["rope"],
+        check_memory(
+            2 * (1 + 2 * longrope_pair) * seq_len * width * work_per_value,
             f"the RoPE caches ({seq_len} x {width}) built whole",
         )
     caches = {"": spec}
@@ -394,7 +256,7 @@ def _caches(
         _refuse_clipping(caches, ids, axis, (seq_len, width), element)
     arrays = _arrays(caches, ids, axis, (seq_len, width), element, lazy)
     _lost_frequencies(caches, arrays, element)
-    params: dict[str, Param] = {**spec.params(), "seq_len": seq_len, "head_dim": head_dim, "dtype": element.name}
+    params: dict[str, Value] = {**spec.params(), "seq_len": seq_len, "head_dim": head_dim, "dtype": element.name}
     if rotary_dim is not None and rotary_dim != head_dim:
         params["rotary_dim"] = rotary_dim
     if ids is not None:

@@ -1,0 +1,358 @@
+"""``posenc rope``: RoPE's cos and sin caches and ``inv_freq``, as HF transformers computes them, from flags or from a
+model's ``config.json`` (:mod:`posenc_cli.kinds.rope_config`): its parameters, maker, record and help.
+
+The maker checks every keyword by its parameter and merges them over a config's; the caches are made by
+:mod:`posenc_cli.kinds._rope_caches` (imported then, with the RoPE engine: the registry does not load it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..dtypes import ElementType
+from ..encodings.names import ROPE_LAYOUTS, ROPE_SCALINGS
+from ..errors import SpecError
+from ..params import BOOLEAN, INTEGER, INTEGERS, NUMBER, NUMBERS, TEXT, Choice, Param, ValueType
+from ..ranges import Range
+from ..read import PathLike
+from ..table import Table
+from ._shared import BASE_RANGE, ELEMENT_KEYS, POSITIONS, QUANTISATION, SEQ_LEN, Kind, check
+
+if TYPE_CHECKING:
+    from .rope_config import RopeConfig
+
+__all__ = ["KIND", "PARAMS", "rope"]
+
+_HEAD_DIM = Range(
+    "2 <= x <= 2**16",
+    "RoPE rotates pairs; heads are 64 to 512 wide (DeepSeek's rotary part 64, Gemma 4's global heads 512)",
+)
+
+
+HEAD_DIM = INTEGER.within(_HEAD_DIM)
+
+
+ROTARY_DIM = INTEGER.within(_HEAD_DIM)
+
+
+MROPE_SECTION = INTEGERS.within(
+    Range("0 <= x <= 2**15", "frequencies per M-RoPE section (Qwen2-VL: 16, 24, 24), adding up to rotary_dim / 2")
+)
+
+
+FACTOR = NUMBER.within(
+    Range(
+        "1e-6 <= x <= 1e6",
+        "context extension: 2 to 64 in real configs (Llama 3 8, DeepSeek 40, Phi-3 32); 1 / factor stays within the "
+        "engine's frequency multipliers and dynamic's rescaled base stays finite for every length",
+    )
+)
+
+
+FREQ_FACTOR = NUMBER.within(
+    Range(
+        "1e-6 <= x <= 1e6",
+        "llama3's low_freq_factor and high_freq_factor (1 and 4) divide original_max_positions into wavelength "
+        "thresholds; past these bounds a threshold lies beyond or below every wavelength of a table",
+    )
+)
+
+
+BETA = NUMBER.within(
+    Range(
+        "1e-6 <= x <= 1e6",
+        "YaRN's beta_fast and beta_slow count rotations (32 and 1); original_max_positions / (beta * 2 pi), whose "
+        "logarithm YaRN takes, stays a finite positive float, and further out the range is clamped anyway",
+    )
+)
+
+
+MSCALE = NUMBER.within(
+    Range(
+        "0 <= x <= 1000",
+        "DeepSeek's mscale and mscale_all_dim (0.707 and 1; 0: not given): 0.1 * m * ln(factor) + 1 stays at least "
+        "1, a divisor that cannot vanish, and the attention scaling within float16",
+    )
+)
+
+
+ATTENTION_FACTOR = NUMBER.within(
+    Range(
+        "1e-6 <= x <= 1000",
+        "the attention scaling multiplies cos and sin (YaRN about 1.1 to 1.4): positive, and within float16's "
+        "largest value with a wide margin",
+    )
+)
+
+
+LONGROPE_FACTORS = NUMBERS.within(
+    Range(
+        "2**-32 <= x <= 2**64",
+        "each divides a frequency (Phi-3: 1 to about 60): 1 / x stays within the engine's multipliers [2**-64, 2**32]",
+    )
+)
+
+
+THETA = NUMBER.within(BASE_RANGE)
+
+PARAMS: tuple[Param, ...] = (
+    Param(
+        "seq_len",
+        SEQ_LEN,
+        "Positions (rows) of the caches.  [required unless --position-ids gives them]",
+        short="-n",
+        always_recorded=True,
+    ),
+    Param(
+        "head_dim",
+        HEAD_DIM,
+        "Dimension per head (even).  [required unless --config gives it]",
+        near=("-d", "--d-model"),
+    ),
+    Param("config", TEXT, "A model's config.json (or its folder): every RoPE setting from it; options override."),
+    Param(
+        "layer_type", TEXT, "With --config: the layers whose RoPE to take (Gemma: full_attention, sliding_attention)."
+    ),
+    Param("theta", THETA, "rope_theta, the wavelength base.  [default: 10000, or the config's]"),
+    Param(
+        "layout",
+        Choice(ROPE_LAYOUTS),
+        "half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.",
+        default="half",
+    ),
+    Param("scaling", Choice(ROPE_SCALINGS), "HF rope_type.  [default: none, or the config's]"),
+    Param("factor", FACTOR, "Scaling factor (linear, dynamic, yarn, llama3, longrope, proportional)."),
+    Param("original_max_positions", POSITIONS, "Pre-training context length."),
+    Param("max_positions", POSITIONS, "max_position_embeddings (dynamic, yarn, longrope)."),
+    Param("low_freq_factor", FREQ_FACTOR, "llama3.  [default: 1]"),
+    Param("high_freq_factor", FREQ_FACTOR, "llama3.  [default: 4]"),
+    Param("beta_fast", BETA, "yarn.  [default: 32]"),
+    Param("beta_slow", BETA, "yarn.  [default: 1]"),
+    Param("truncate", BOOLEAN, "yarn: floor/ceil the correction range.  [default: on]", pair=True),
+    Param("mscale", MSCALE, "yarn: DeepSeek's mscale."),
+    Param("mscale_all_dim", MSCALE, "yarn: DeepSeek's mscale_all_dim."),
+    Param("attention_factor", ATTENTION_FACTOR, "yarn/longrope: the scaling, given."),
+    Param("short_factor", LONGROPE_FACTORS, "longrope: head_dim/2 factors."),
+    Param("long_factor", LONGROPE_FACTORS, "longrope: head_dim/2 factors."),
+    Param(
+        "attention_scaling",
+        BOOLEAN,
+        "Fold the attention scaling (yarn, longrope) into cos/sin as HF does; --no-attention-scaling leaves it out.",
+        default=True,
+        pair=True,
+    ),
+    Param("rotary_dim", ROTARY_DIM, "Partial rotary: rotate only the first R dimensions (caches of R columns)."),
+    Param("position_ids", TEXT, "An .npy of integer positions, (seq,) or (3, seq) with --mrope-section: rows there."),
+    Param("mrope_section", MROPE_SECTION, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
+    Param("mrope_interleaved", BOOLEAN, "M-RoPE sections interleaved (Qwen3-VL).", default=False),
+    Param("longrope_pair", BOOLEAN, "longrope: write both caches, *_short and *_long.", default=False),
+)
+
+
+DOC = """Write RoPE caches: cos and sin (seq_len, head_dim) and inv_freq (head_dim/2), as HF transformers'
+LlamaRotaryEmbedding and ROPE_INIT_FUNCTIONS compute them.
+
+cos[p, j] = a * cos(p * inv_freq[k]), sin[p, j] = a * sin(p * inv_freq[k]) with k = j mod head_dim/2 (half)
+or j // 2 (interleaved), inv_freq[k] = theta^(-2k/head_dim) scaled by the --scaling mode, and a the mode's
+attention scaling (1 except yarn and longrope; --no-attention-scaling leaves it out). dynamic is evaluated at
+--seq-len. Every value is the exact value correctly rounded.
+
+\b
+Examples:
+  posenc rope -n 4096 --head-dim 128 -o rope.npz
+  posenc rope -n 8192 --head-dim 128 --theta 500000 --scaling llama3 --factor 8 \\
+      --original-max-positions 8192 -o llama31_rope.h
+  posenc rope -n 4096 --head-dim 64 --scaling yarn --factor 4 --original-max-positions 4096 --part cos -o cos.npy
+"""
+
+
+#: The scaling modes' own parameters, in the order ``rope`` unpacks them.
+_MODE_FIELDS = (
+    "factor", "original_max_positions", "max_positions", "low_freq_factor", "high_freq_factor", "beta_fast",
+    "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "short_factor", "long_factor",
+)  # fmt: skip
+
+#: The settings a config gives (each overridden by a keyword given): the scaling mode's and these.
+_SETTINGS = ("head_dim", "theta", "scaling", "rotary_dim", *_MODE_FIELDS, "mrope_section", "mrope_interleaved")
+
+
+def rope(
+    seq_len: int | None = None,
+    head_dim: int | None = None,
+    *,
+    config: PathLike | None = None,
+    layer_type: str | None = None,
+    theta: float | None = None,
+    layout: str = "half",
+    scaling: str | None = None,
+    attention_scaling: bool = True,
+    rotary_dim: int | None = None,
+    position_ids: object | None = None,
+    mrope_section: Sequence[int] | None = None,
+    mrope_interleaved: bool = False,
+    longrope_pair: bool = False,
+    dtype: str = "float32",
+    scale: float | None = None,
+    zero_point: int | None = None,
+    saturate: bool = False,
+    lazy: bool = False,
+    factor: float | None = None,
+    original_max_positions: int | None = None,
+    max_positions: int | None = None,
+    low_freq_factor: float | None = None,
+    high_freq_factor: float | None = None,
+    beta_fast: float | None = None,
+    beta_slow: float | None = None,
+    truncate: bool | None = None,
+    mscale: float | None = None,
+    mscale_all_dim: float | None = None,
+    attention_factor: float | None = None,
+    short_factor: Sequence[float] | None = None,
+    long_factor: Sequence[float] | None = None,
+) -> Table:
+    """RoPE caches as HF transformers computes them: a :class:`Table` of kind ``"rope"`` with arrays ``cos`` and
+    ``sin`` (seq_len, rotary_dim) and ``inv_freq`` (rotary_dim/2,).
+
+    ``scaling`` is ``none``, ``linear``, ``dynamic``, ``yarn``, ``llama3`` or ``longrope`` with its parameters named
+    as in HF's ``rope_parameters`` (``factor``, ``original_max_positions``, ``max_positions``, ``low_freq_factor``,
+    ``high_freq_factor``, ``beta_fast``, ``beta_slow``, ``truncate``, ``mscale``, ``mscale_all_dim``,
+    ``attention_factor``, ``short_factor``, ``long_factor``); :mod:`posenc_cli.encodings.rope` defines each. HF
+    multiplies cos and sin by the mode's attention scaling (YaRN, LongRoPE); ``attention_scaling=False`` leaves it
+    out (the parameters record its value either way). ``layout`` ``half`` is HF/GPT-NeoX ``rotate_half``,
+    ``interleaved`` GPT-J/llama.cpp's adjacent pairs, ``half-width`` each frequency once (ONNX ``RotaryEmbedding``).
+    Every value is correctly rounded.
+
+    - ``rotary_dim``: the rotated dimensions of a partial rotary model (GPT-NeoX ``rotary_pct``, Phi's
+      ``partial_rotary_factor``): the caches and every frequency are over ``rotary_dim``, as HF's ``dim``.
+    - ``position_ids`` (integers, ``(seq,)``): the caches' rows at those positions instead of ``0 .. seq_len - 1``
+      (``seq_len`` is then their count); dynamic and LongRoPE are evaluated at ``max(position_ids) + 1``, as HF's
+      ``dynamic_rope_update`` does. With ``mrope_section`` (Qwen2-VL: ``[16, 24, 24]``) the ids are ``(3, seq)``
+      (temporal, height, width) and each frequency takes its section's row, as HF's
+      ``apply_multimodal_rotary_pos_emb`` recomposes them (``mrope_interleaved``: Qwen3-VL's interleaved sections).
+    - ``longrope_pair``: both LongRoPE caches, ``cos_short``/``sin_short``/``inv_freq_short`` and the ``_long``
+      ones, whatever ``seq_len`` is (ONNX Runtime GenAI bakes both).
+
+    - ``dtype`` a fixed-point type or int8: values the type cannot hold are refused with their count
+      (:mod:`posenc_cli.saturation`), before anything is made in it: YaRN's and LongRoPE's attention scaling folded
+      into cos and sin (1.1386 for Qwen2.5's factor 4) takes them beyond q15's [-1, 1]. The ways out are
+      ``attention_scaling=False`` (cos and sin in [-1, 1], the scaling recorded as ``attention_scaling``, the
+      scalar llama.cpp and TensorRT-LLM take), a type with integer bits (``fixed16.14``), or ``saturate=True``,
+      which clips them to the type's ends and is recorded. An ``inv_freq`` entry that rounds to 0 in the type is
+      not clipping (every entry is as near its exact value as the type allows) and is not refused; a
+      :class:`~posenc_cli.errors.PosencWarning` names how many, since a kernel that computes its angles from
+      ``inv_freq`` would leave those dimensions unrotated.
+
+    - ``config``: a model's ``config.json`` (or its folder), read as transformers reads its RoPE
+      (:mod:`posenc_cli.kinds.rope_config`): every parameter above comes from it, ``seq_len`` defaults to its
+      ``max_position_embeddings``, ``layer_type`` picks Gemma's ``full_attention`` or ``sliding_attention``, and
+      any keyword given overrides the config (a ``scaling`` other than the config's drops its scaling fields). The
+      table records the config fields it read (``config_fields``) and every value, so it regenerates without the
+      file.
+
+    Examples
+    --------
+    >>> t = rope(8, 64, scaling="yarn", factor=4.0, original_max_positions=4096)
+    >>> t.arrays["cos"].shape, t.arrays["inv_freq"].shape, round(t.params["attention_scaling"], 6)
+    ((8, 64), (32,), 1.138629)
+    >>> rope(head_dim=8, position_ids=[5, 0, 5]).arrays["cos"][:, 0].round(4).tolist()
+    [0.2837, 1.0, 0.2837]
+    """
+    given = dict(locals())  # every keyword as given: each checked by its parameter, and merged over a config's
+    check(KIND.inputs, **{p.name: given[p.name] for p in KIND.inputs})
+    from ._rope_caches import caches
+
+    element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
+    settings = {name: given[name] for name in _SETTINGS}  # what a config may give, and a keyword override
+    settings["mrope_interleaved"] = mrope_interleaved or None
+    from_config: RopeConfig | None = None
+    configured: set[str] = set()  # the settings the config gave, or that follow from what it gave (yarn's factor)
+    if config is not None:
+        from .rope_config import rope_settings
+
+        from_config = rope_settings(config, typed_as={p.name: p.type for p in PARAMS}, layer_type=layer_type)
+        merged = dict(from_config.settings)
+        if scaling is not None and scaling != merged["scaling"]:  # another mode: the config's own fields go
+            merged = {k: v for k, v in merged.items() if k not in _MODE_FIELDS}
+        configured = {k for k, v in settings.items() if v is None}
+        merged.update({k: v for k, v in settings.items() if v is not None})
+        if seq_len is None and position_ids is None and from_config.seq_len is not None:
+            seq_len = from_config.seq_len
+            configured.add("seq_len")
+        settings = {name: merged.get(name) for name in settings}
+    elif layer_type is not None:
+        raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
+    settings["mrope_interleaved"] = bool(settings["mrope_interleaved"])
+    with _named_config(config, configured):
+        return caches(
+            seq_len, layout=layout, attention_scaling=attention_scaling, position_ids=position_ids,
+            longrope_pair=longrope_pair, element=element, lazy=lazy, from_config=from_config, layer_type=layer_type,
+            saturate=saturate, work_per_value=KIND.work_per_value, **settings,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _named_config(config: PathLike | None, configured: set[str]) -> Iterator[None]:
+    """A :class:`SpecError` about a value the config gave (not one typed) names the config (``--config``): the
+    value is wrong there, and the option it would blame was never given."""
+    try:
+        yield
+    except SpecError as exc:
+        if config is not None and exc.param in configured:
+            raise SpecError(f"{exc} (a value from the config {os.fspath(config)!r})", param="config") from None
+        raise
+
+
+def _rope_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Every input is recorded by its own name except ``attention_scaling`` (fold the scaling into cos and sin),
+    recorded as ``attention_scaling_folded``: the recorded ``attention_scaling`` is the scaling's value."""
+    if "position_ids_sha256" in p:
+        raise SpecError(
+            "the caches were made at given position ids (--position-ids), which the file does not hold: they cannot "
+            "be made again from its parameters",
+            param="position_ids",
+        )
+    inputs = {param.name for param in PARAMS} | set(ELEMENT_KEYS)
+    skip = {"attention_scaling", "config", "layer_type"}  # a config's values are all recorded in their own names
+    args = {key: value for key, value in p.items() if key in inputs and key not in skip}
+    if "attention_scaling_folded" in p:
+        args["attention_scaling"] = p["attention_scaling_folded"]
+    return args
+
+
+# fmt: off
+RECORDED: dict[str, ValueType] = {
+    "seq_len": SEQ_LEN, "head_dim": HEAD_DIM, "theta": THETA, "layout": TEXT, "scaling": TEXT,
+    **QUANTISATION, "attention_scaling": NUMBER, "attention_scaling_folded": BOOLEAN, "dynamic_base": NUMBER,
+    "factor": FACTOR, "original_max_positions": POSITIONS, "max_positions": POSITIONS,
+    "low_freq_factor": FREQ_FACTOR, "high_freq_factor": FREQ_FACTOR, "beta_fast": BETA,
+    "beta_slow": BETA, "truncate": BOOLEAN, "mscale": MSCALE, "mscale_all_dim": MSCALE,
+    "attention_factor": ATTENTION_FACTOR, "short_factor": LONGROPE_FACTORS,
+    "long_factor": LONGROPE_FACTORS, "rotary_dim": ROTARY_DIM, "position_ids_sha256": TEXT,
+    "positions_reach": INTEGER, "mrope_section": MROPE_SECTION, "mrope_interleaved": BOOLEAN,
+    "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT,
+}
+
+# fmt: on
+
+KIND = Kind(
+    command="rope",
+    table="rope",
+    short_help="Write RoPE cos/sin caches and inv_freq.",
+    doc=DOC,
+    params=PARAMS,
+    make=rope,
+    lazy=True,
+    recorded=RECORDED,
+    recorded_as={
+        "attention_scaling": ("attention_scaling_folded",),
+        "position_ids": ("position_ids_sha256",),
+        "config": ("config_fields",),
+    },
+    from_record=_rope_from_record,
+    work_per_value=64,  # caches built whole (position ids): bfloat16 peaks at 57 bytes a value, float32 at 6
+    files=("position_ids", "config"),
+    identify=(1, "_rope:rope_hypotheses"),
+)
