@@ -115,6 +115,14 @@ def test_an_option_of_another_command_names_the_one_meant(tmp_path, args, fragme
     assert not (tmp_path / "x.npy").exists()
 
 
+def test_an_unknown_option_is_one_line_in_posencs_words_whatever_clicks_version(tmp_path):
+    """click 8.2.0 words it ``No such option: --seqlen``, later ones ``No such option '--seqlen'.``: posenc's line is
+    its own, and offers the command's own long options that are close."""
+    one_line(run("generate", "-n", "8", "--seqlen", "8", "-o", tmp_path / "x.npy"), 2,
+             "No such option '--seqlen'; did you mean '--seq-len'")  # fmt: skip
+    assert not (tmp_path / "x.npy").exists()
+
+
 @pytest.mark.parametrize("command", KINDS)
 def test_every_near_flag_can_be_reached(command):
     """A ``near`` flag that is an option of the command itself would never be an unknown option: its hint dead."""

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from .._printable import printable
-from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, SpecError
+from ..errors import OutputError, PosencAdvice, PosencError, PosencWarning, SpecError, did_you_mean
 from ..system import atomic
 
 __all__ = [
@@ -62,7 +62,7 @@ class PosencGroup(click.Group):
             if former:
                 fail(former, exc.exit_code)
             if isinstance(exc, click.NoSuchOption):
-                fail(exc.format_message().rstrip(".") + _nearest(exc), exc.exit_code)
+                fail(_no_such_option(exc), exc.exit_code)
             fail(exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
@@ -84,6 +84,16 @@ class PosencGroup(click.Group):
             if os.environ.get("POSENC_DEBUG"):
                 raise
             fail(f"internal error ({type(exc).__name__}: {exc}); rerun with POSENC_DEBUG=1 for details", 1)
+
+
+def _no_such_option(exc: click.NoSuchOption) -> str:
+    """posenc's own line for an unknown option, the same whatever click's version words it as (8.2.0 says
+    ``No such option: -d``, later ones ``No such option '-d'.``): ``No such option '--seqlen'; did you mean
+    '--seq-len'?``, the options offered being those of the command typed."""
+    command = exc.ctx.command if exc.ctx is not None else None
+    flags = [flag for p in getattr(command, "params", ()) for flag in [*p.opts, *p.secondary_opts]]
+    close = _nearest(exc) or did_you_mean(exc.option_name, [f for f in flags if f.startswith("--")])
+    return f"No such option {exc.option_name!r}" + (f"; {close.lstrip('; ')}" if close else "")
 
 
 def _nearest(exc: click.NoSuchOption) -> str:
