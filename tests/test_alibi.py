@@ -160,6 +160,7 @@ int main(void)
 """
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("compiler", "lang", "std"), [("gcc", "c", "c89"), ("clang", "c", "c11"), ("g++", "c++", "c++11")]
 )

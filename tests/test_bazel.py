@@ -17,10 +17,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import posenc_cli
 
 from .conftest import require_tool
+
+pytestmark = pytest.mark.client  # every test here runs a real client
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "bazel"

@@ -537,6 +537,7 @@ STAMPED = (
 )
 
 
+@pytest.mark.client
 def test_the_documented_makefile_reruns_posenc_once_and_rebuilds_only_what_changed(tmp_path):
     """make compares time stamps only, and posenc leaves unchanged outputs untouched: the stamp of docs/build.md
     (posenc build --stamp, the depfile naming it) makes a touched manifest rerun posenc once, then nothing; a real
@@ -587,6 +588,7 @@ def test_the_documented_makefile_reruns_posenc_once_and_rebuilds_only_what_chang
     assert "'app' is up to date" in make_run()
 
 
+@pytest.mark.client
 def test_ninja_reruns_posenc_when_the_manifest_changes_and_restats_its_outputs(tmp_path):
     ninja = require_tool("ninja")
     write(tmp_path, TWO_TABLES)
@@ -619,6 +621,7 @@ def test_ninja_reruns_posenc_when_the_manifest_changes_and_restats_its_outputs(t
     assert "no work to do" in _run([ninja, "-n"], tmp_path).stdout
 
 
+@pytest.mark.client
 def test_cmake_custom_command_with_depfile(tmp_path):
     cmake = require_tool("cmake")
     require_tool("ninja")

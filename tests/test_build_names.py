@@ -107,6 +107,7 @@ def test_list_outputs_and_the_depfile_give_the_same_answer(tmp_path, monkeypatch
     assert (folder / "posenc.d").read_text() == "posenc.stamp: posenc.toml\n"
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("name", ACCEPTED)
 def test_ninja_and_make_read_an_accepted_name_from_the_depfile(tmp_path, name):
     """Ninja (restat) and make (a stamp) build the outputs the depfile names, then do nothing, and rerun posenc
@@ -138,6 +139,7 @@ def test_ninja_and_make_read_an_accepted_name_from_the_depfile(tmp_path, name):
         assert nothing in _run(command, folder)
 
 
+@pytest.mark.client
 def test_cmake_gives_every_name_the_same_answer(tmp_path, posenc_wrapper):  # noqa: F811
     """posenc_add_manifest, with real CMake and Ninja: a refused name stops the configure step with posenc's
     one-line reason and writes nothing; an accepted one configures, generates, builds, and a second build does
@@ -175,6 +177,7 @@ def test_cmake_gives_every_name_the_same_answer(tmp_path, posenc_wrapper):  # no
     assert answers == NAMES
 
 
+@pytest.mark.client
 def test_cmake_with_make_builds_every_accepted_name(tmp_path, posenc_wrapper):  # noqa: F811
     """The accepted names in one manifest, through CMake's Makefiles generator (its own rewrite of the depfile):
     built, then nothing to do."""

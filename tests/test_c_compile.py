@@ -105,6 +105,7 @@ def tables(request, tmp_path_factory) -> tuple[Path, str]:
     return workdir, np.load(workdir / "pe.npy").tobytes().hex()
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("compiler", "lang", "std"), TOOLCHAINS)
 def test_header_compiles_cleanly_and_holds_the_npy_values(tables, compiler, lang, std):
     workdir, expected = tables
@@ -113,6 +114,7 @@ def test_header_compiles_cleanly_and_holds_the_npy_values(tables, compiler, lang
     assert compile_and_run(compiler, lang, std, [main], workdir) == expected
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("compiler", "lang", "std"), TOOLCHAINS)
 def test_source_pair_links_two_units_into_one_table(tables, compiler, lang, std):
     workdir, expected = tables
@@ -128,6 +130,7 @@ def test_source_pair_links_two_units_into_one_table(tables, compiler, lang, std)
     assert len(definitions) == 1, definitions
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_header_included_but_unused_is_warning_free(tables, compiler):
     workdir, _ = tables

@@ -222,6 +222,7 @@ def test_halfway_literals_are_rounded_from_their_digits():
     refuse(header_with(literals), "a C file posenc did not write: line")
 
 
+@pytest.mark.client
 def test_halfway_literals_match_a_c_compiler(tmp_path):
     gcc = require_tool("gcc")
     literals, _ = halfway_literals()

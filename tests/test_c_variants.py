@@ -108,6 +108,7 @@ def build_and_run(compiler: str, lang: str, std: str, source: Path, defines: lis
     return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("variant", "args", "compilers"), VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_variant_compiles_and_holds_the_npy_bytes(tmp_path, variant, args, compilers):
     posenc(*args, "-o", str(tmp_path / "pe.h"))
@@ -124,6 +125,7 @@ def test_int8_header_carries_scale_and_zero_point(tmp_path):
     assert "static const int8_t pe[PE_SEQ_LEN][PE_D_MODEL]" in text and "#include <stdint.h>" in text
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("args", "using", "standards"),
     [
@@ -147,6 +149,7 @@ def test_cxx_header(tmp_path, args, using, standards, compiler):
         assert out.strip() == expected
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("align", [16, 64])
 @pytest.mark.parametrize(
     ("compiler", "lang", "std"),
@@ -167,6 +170,7 @@ def test_aligned_table_is_aligned(tmp_path, align, compiler, lang, std):
     assert out == [expected, "0"]
 
 
+@pytest.mark.client
 def test_aligned_pair_on_cortex_m4(tmp_path):
     posenc("--align", "32", "-o", str(tmp_path / "pe.c"))
     obj = compile_c(ARM_CM4, "c99", tmp_path / "pe.c", tmp_path)
@@ -175,6 +179,7 @@ def test_aligned_pair_on_cortex_m4(tmp_path):
     assert found.data.hex() == expected_bytes(tmp_path, [])
 
 
+@pytest.mark.client
 def test_section_attribute_hook_places_the_table(tmp_path):
     posenc("-o", str(tmp_path / "pe.h"))
     unit = tmp_path / "uses_table.c"
@@ -197,6 +202,7 @@ def test_section_attribute_hook_places_the_table(tmp_path):
     assert table_bytes(obj, "pe", ARM_CM4, tmp_path).section == ".pe_tables"
 
 
+@pytest.mark.client
 def test_progmem_table_is_in_avr_flash(tmp_path):
     posenc("--progmem", "-o", str(tmp_path / "pe.h"))
     text = (tmp_path / "pe.h").read_text()
@@ -208,6 +214,7 @@ def test_progmem_table_is_in_avr_flash(tmp_path):
     assert found.data.hex() == expected_bytes(tmp_path, [])
 
 
+@pytest.mark.client
 def test_native_fp16_on_cortex_m4(tmp_path):
     posenc("--dtype", "float16", "--c-half-type", "__fp16", "-o", str(tmp_path / "pe.h"))
     unit = tmp_path / "uses_table.c"
@@ -280,6 +287,7 @@ const void *table_seen_by_other_unit(void) { return &pe[0][0]; }
 """
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("dtype", ["float32", "float64", "q15"])
 @pytest.mark.parametrize(
     ("compiler", "lang", "std"),
@@ -310,6 +318,7 @@ def test_bin_format_links_through_incbin(tmp_path, dtype, compiler, lang, std):
     assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected
 
 
+@pytest.mark.client
 def test_bin_format_on_cortex_m4_and_avr_flash(tmp_path):
     posenc("-o", str(tmp_path / "pe.bin"))
     (tmp_path / "unit.c").write_text(INCBIN_UNIT)
@@ -386,6 +395,7 @@ def test_the_api_advises_from_the_callers_line(tmp_path):
         save(generate(16, 8), tmp_path / "small.h")
 
 
+@pytest.mark.client
 def test_parameters_cannot_close_the_provenance_comment(tmp_path):
     """Tables built through the API can carry any text; the C comment must survive it."""
     from posenc_cli import Table, save

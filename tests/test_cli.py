@@ -144,6 +144,7 @@ def test_output_that_is_a_directory_exits_1(tmp_path):
     assert_one_line_error(run("generate", "-n", "8", "-d", "8", "-o", str(tmp_path / "pe.npy")), 1, "is a directory")
 
 
+@pytest.mark.client
 def test_directory_without_write_permission_exits_1(tmp_path):
     """A real permission check even when the suite runs as root (CI does): root loses CAP_DAC_OVERRIDE first."""
     locked = tmp_path / "locked"
@@ -478,6 +479,7 @@ def test_generate_npy_imports_only_what_it_needs(tmp_path):
     assert sorted(name for name in NOT_FOR_NPY if name in loaded) == []
 
 
+@pytest.mark.client
 def test_non_ascii_digits_and_file_names(tmp_path):
     """Unicode digits are not numbers here ('²'.isdigit() is true in Python), and a non-ASCII output name works in
     every C output (the .incbin directive spells it with octal escapes)."""

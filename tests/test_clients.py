@@ -19,6 +19,7 @@ def table() -> np.ndarray:
     return posenc_cli.sinusoidal(64, 33)
 
 
+@pytest.mark.client
 def test_h5dump_reads_the_dataset_bytes_and_attributes(tmp_path, table):
     h5 = tmp_path / "pe.h5"
     posenc_cli.save(posenc_cli.generate(64, 33), h5, name="pe_table")

@@ -207,6 +207,7 @@ def assert_nothing_rebuilt(build: Build, log: Path, stamps: dict[str, int], call
     assert build.stamps() == stamps
 
 
+@pytest.mark.client
 def test_example_prints_the_table_and_a_second_build_does_nothing(example, tmp_path):
     build, log = example
     check_printout(build.run(), 64, 32, tmp_path)
@@ -225,6 +226,7 @@ def test_example_prints_the_table_and_a_second_build_does_nothing(example, tmp_p
     assert_nothing_rebuilt(build, log, stamps, calls=2)
 
 
+@pytest.mark.client
 def test_changing_a_parameter_regenerates_only_that_table(example, tmp_path):
     build, log = example
     before = build.stamps()
@@ -253,6 +255,7 @@ def test_changing_a_parameter_regenerates_only_that_table(example, tmp_path):
     assert len(generate_calls(log)) == 5
 
 
+@pytest.mark.client
 def test_a_reinstalled_posenc_reruns_once_then_nothing(example):
     """posenc's program is a dependency: touching it (as a reinstall does) reruns posenc once, and only once."""
     build, log = example
@@ -271,6 +274,7 @@ def test_a_reinstalled_posenc_reruns_once_then_nothing(example):
     assert_nothing_rebuilt(build, log, after, calls=4)
 
 
+@pytest.mark.client
 def test_copied_example_with_the_checkouts_package_falls_back_to_python(tmp_path):
     """A copy of the example outside the repository, with posenc_DIR the checkout's posenc_cli/cmake (no posenc
     on PATH, a broken POSENC_EXECUTABLE): posenc is found as python -m posenc_cli, whose --cmake-dir is that folder."""
@@ -292,6 +296,7 @@ def test_copied_example_with_the_checkouts_package_falls_back_to_python(tmp_path
     assert (tmp_path / "broken.log").read_text() == "--version\n"  # probed once at configure time, never run after
 
 
+@pytest.mark.client
 def test_a_table_shared_by_a_library_and_programs_in_a_cxx_project(tmp_path, posenc_wrapper):
     """One table, generated once (even by a parallel make) for a library, a program that links it and a program
     that asks for the same table again (through an ALIAS); FORMAT c compiles as C++ in a project without C."""
@@ -331,6 +336,7 @@ def test_a_table_shared_by_a_library_and_programs_in_a_cxx_project(tmp_path, pos
     assert {p: p.stat().st_mtime_ns for p in files} == stamps and len(generate_calls(log)) == 1
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("generator", ["Unix Makefiles", "Ninja"], ids=["make", "ninja"])
 def test_cxx_tables_in_a_c_and_cxx_project_compile_as_cxx(tmp_path, posenc_wrapper, generator):
     """project(x C CXX), the default languages: a table written with --lang c++ (FORMAT c, in a namespace) keeps
@@ -374,6 +380,7 @@ def test_cxx_tables_in_a_c_and_cxx_project_compile_as_cxx(tmp_path, posenc_wrapp
     assert [float.fromhex(v) for v in printed] == [float(table[1, 0]), float(table[2, 1]), float(table[3, 2])]
 
 
+@pytest.mark.client
 def test_no_posenc_of_this_package_is_a_clear_configure_error(tmp_path):
     """find_package fails, saying what it tried: a broken POSENC_EXECUTABLE and Python, and a posenc on PATH that
     belongs to another installation (its --cmake-dir is elsewhere), which is reported and never run for a table."""
@@ -405,6 +412,7 @@ def test_no_posenc_of_this_package_is_a_clear_configure_error(tmp_path):
     assert decoy_log.read_text() == "--cmake-dir\n"  # asked whose it is, nothing else
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("call", "fragment"),
     [
@@ -511,6 +519,7 @@ def test_invalid_arguments_stop_the_configure_step(tmp_path, posenc_wrapper, cal
     assert fragment in " ".join(result.stderr.split()), result.stderr
 
 
+@pytest.mark.client
 def test_element_types_presets_and_extra_options_reach_the_table(tmp_path, posenc_wrapper):
     """DTYPE q15 + PRESET + ARGS (--align, --start), int8, fixed18.16: the compiled tables' bytes are posenc's for
     those options, and changing ARGS regenerates the one table."""
@@ -556,6 +565,7 @@ def test_element_types_presets_and_extra_options_reach_the_table(tmp_path, posen
     assert q15 == want.astype("<i2").tobytes().hex()
 
 
+@pytest.mark.client
 def test_a_rope_table_from_a_config_json_is_rebuilt_when_the_config_changes(tmp_path, posenc_wrapper):
     """COMMAND rope with ARGS --config and the config in INPUTS: the compiled caches are posenc's for the config,
     and editing config.json (a new rope_theta) regenerates them at the next build."""
@@ -745,6 +755,7 @@ def _expected_dumps(tmp_path: Path, checkpoint: Path, manifest_query: int) -> di
     return want
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("generator", ["Unix Makefiles", "Ninja"], ids=["make", "ninja"])
 def test_a_project_outside_the_checkout_builds_with_the_installed_package(installed, generator, tmp_path):
     """find_package(posenc CONFIG) from the venv's site-packages, nothing of the checkout: posenc_add_table for
@@ -848,6 +859,7 @@ def test_a_project_outside_the_checkout_builds_with_the_installed_package(instal
     nothing_to_do()
 
 
+@pytest.mark.client
 def test_a_manifest_in_a_subdirectory_of_a_project_with_old_policies_reads_its_depfile(tmp_path, posenc_wrapper):
     """CMake before 3.20 (policy CMP0116 OLD) gave Ninja depfile paths relative to the top build folder: the module
     sets the policy for its own functions, so a manifest in a subdirectory of a project that declares 3.16 still
@@ -880,6 +892,7 @@ def test_a_manifest_in_a_subdirectory_of_a_project_with_old_policies_reads_its_d
     assert "ninja: no work to do." in build.build()
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("request_", "found"),
     [

@@ -195,6 +195,7 @@ def test_a_cxx_pair_read_as_c_or_torn_is_refused(tmp_path):
     assert np.array_equal(read_pair(tmp_path / "pe.cpp").array, posenc_cli.generate(4, 4).array)
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("compiler", "std"), CXX)
 def test_a_cxx_pair_links_into_one_table_with_the_values(tmp_path, compiler, std):
     table = posenc_cli.generate(9, 6)
@@ -218,6 +219,7 @@ PAIR_VARIANTS = [
 ]
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("compiler", ["g++", "clang++"])
 @pytest.mark.parametrize(("variant", "make", "options"), PAIR_VARIANTS, ids=[v[0] for v in PAIR_VARIANTS])
 def test_cxx_pair_variants_compile_hold_the_values_and_read_back(tmp_path, compiler, variant, make, options):
@@ -235,6 +237,7 @@ def test_cxx_pair_variants_compile_hold_the_values_and_read_back(tmp_path, compi
     assert bytes.fromhex(out.strip()) == np.ascontiguousarray(array, array.dtype.newbyteorder("<")).tobytes()
 
 
+@pytest.mark.client
 def test_a_cxx_pair_does_not_build_against_the_header_of_another_table(tmp_path):
     write_pair(posenc_cli.generate(4, 4), tmp_path / "pe.cpp")
     other = tmp_path / "x"
@@ -261,6 +264,7 @@ def test_a_cxx_guard_past_63_characters_names_the_option_to_shorten(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- 2. C++ headers
+@pytest.mark.client
 def test_c_and_cxx_headers_of_one_stem_in_one_translation_unit(tmp_path):
     c_table, cxx_table = posenc_cli.generate(16, 4), posenc_cli.generate(8, 4, base=100.0)
     posenc_cli.save(c_table, tmp_path / "pe.h")
@@ -286,6 +290,7 @@ def test_c_and_cxx_headers_of_one_stem_in_one_translation_unit(tmp_path):
         assert bytes.fromhex(cxx_bytes) == cxx_table.array.astype("<f4").tobytes()
 
 
+@pytest.mark.client
 def test_cxx_headers_of_one_name_in_two_namespaces_in_one_translation_unit(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -309,6 +314,7 @@ def section_of(obj: Path, symbol: str) -> str:
 
 
 # Without a namespace a C++ header is inline constexpr (C++17); with one, constexpr (C++11).
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("compiler", "std", "namespace"),
     [(compiler, std, "model") for compiler, std in CXX] + [("g++", "c++17", None), ("clang++", "c++17", None)],
@@ -330,6 +336,7 @@ def test_the_table_attribute_hook_places_a_cxx_header_table(tmp_path, compiler, 
     build(tmp_path, ["main.cpp"], compiler=compiler, std=std)
 
 
+@pytest.mark.client
 def test_the_table_attribute_hook_places_a_cxx_pair_table(tmp_path):
     write_pair(posenc_cli.generate(4, 4), tmp_path / "pe.cc", namespace="model")
     attribute = '-DPOSENC_TABLE_ATTRIBUTE=__attribute__((section(".posenc_tables")))'
@@ -506,6 +513,7 @@ def test_a_namespace_for_c_says_what_it_needs(tmp_path):
     assert "--namespace" in line and "C++ namespace" in line
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("literal", ["decimal", "hex"])
 def test_the_bin_header_comment_speaks_of_bits_not_literals(tmp_path, literal):
     table = posenc_cli.generate(4, 4)

@@ -26,6 +26,8 @@ from posenc_cli.cli import cli
 
 from .conftest import require_tool
 
+pytestmark = pytest.mark.client  # every test here runs a real client
+
 WARNINGS = ["-Wall", "-Wextra", "-Wpedantic", "-Werror"]
 SEQ_LEN, D_MODEL = 100, 37  # odd d_model: the last column is a sine
 EXPECTED_DTYPE = {"float32": "<f4", "float64": "<f8"}

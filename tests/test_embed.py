@@ -202,6 +202,7 @@ def takes_embed(text: str, symbols: dict[str, str]) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------- #embed
+@pytest.mark.client
 @pytest.mark.parametrize(("dtype", "command"), ELEMENT_TYPES, ids=[t[0] for t in ELEMENT_TYPES])
 def test_embed_defines_every_element_type(tmp_path, dtype, command):
     tables = Tables(tmp_path, command, "pe")
@@ -210,6 +211,7 @@ def test_embed_defines_every_element_type(tmp_path, dtype, command):
     assert tables.build(compiler) == tables.expected()
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("command", "stem"), [k[1:] for k in KINDS], ids=[k[0] for k in KINDS])
 def test_embed_defines_every_table_kind(tmp_path, command, stem):
     tables = Tables(tmp_path, command, stem)
@@ -218,6 +220,7 @@ def test_embed_defines_every_table_kind(tmp_path, command, stem):
     assert tables.build(compiler) == tables.expected()  # each array aligned to 16, or to --align (64)
 
 
+@pytest.mark.client
 def test_embed_builds_for_targets_without_elf(tmp_path):
     """Mach-O and COFF have no ``.type``/``.size``/``.rodata``: only ``#embed`` builds there, and it builds."""
     Tables(tmp_path, KINDS[1][1], "rope")
@@ -227,6 +230,7 @@ def test_embed_builds_for_targets_without_elf(tmp_path):
         assert "<inline asm>" in fails([*command, "-DPOSENC_NO_EMBED"], tmp_path)  # .incbin cannot
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("change", ["short", "long"])
 @pytest.mark.parametrize(("command", "stem"), [KINDS[0][1:], KINDS[1][1:]], ids=["one-array", "three-arrays"])
 def test_embed_refuses_a_bin_of_another_size(tmp_path, command, stem, change):
@@ -239,6 +243,7 @@ def test_embed_refuses_a_bin_of_another_size(tmp_path, command, stem, change):
     assert f'"{stem}.bin holds {words} {len(data)} bytes: write {stem}.bin and {stem}.h again"' in error, error
 
 
+@pytest.mark.client
 def test_embed_refuses_a_big_endian_target(tmp_path):
     Tables(tmp_path, KINDS[0][1], "pe")
     for std in ("-std=c23", "-std=c17"):  # #embed and .incbin: the .bin is little-endian either way
@@ -246,6 +251,7 @@ def test_embed_refuses_a_big_endian_target(tmp_path):
         assert "pe.bin holds little-endian values, and this target is big-endian" in fails(command, tmp_path)
 
 
+@pytest.mark.client
 def test_embed_finds_the_bin_beside_the_header_from_another_folder(tmp_path):
     """``#embed "..."`` looks beside the header: a unit in another folder needs only the -I that finds the header."""
     tables = Tables(tmp_path / "tables", KINDS[0][1], "pe")
@@ -257,6 +263,7 @@ def test_embed_finds_the_bin_beside_the_header_from_another_folder(tmp_path):
     run(command, build)
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("stem", ["donnée", "my table"])
 def test_embed_file_names_stand_in_the_directive_as_they_are(tmp_path, stem):
     """A header name takes no escapes: the UTF-8 name is written as it is, and a space is a space."""
@@ -290,6 +297,7 @@ INCBIN_COMPILERS = [
 ]
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("compiler", "flags"), [c[1][:1] + [c[1][1:]] for c in INCBIN_COMPILERS], ids=[c[0] for c in INCBIN_COMPILERS]
 )
@@ -301,6 +309,7 @@ def test_other_compilers_take_incbin_with_the_same_result(tmp_path, compiler, fl
     assert tables.build(build) == tables.expected()
 
 
+@pytest.mark.client
 def test_c17_embed_would_be_an_extension_that_pedantic_refuses(tmp_path):
     """Why #embed waits for C23: Clang 19 has it before, as an extension that -Wpedantic -Werror reports."""
     (tmp_path / "x.bin").write_bytes(b"\1\2")
@@ -310,6 +319,7 @@ def test_c17_embed_would_be_an_extension_that_pedantic_refuses(tmp_path):
     run([clang19(), "-std=c23", *WARNINGS, "-c", "x.c", "-o", "x.o"], tmp_path)
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("main", "link"),
     [
@@ -328,6 +338,7 @@ def test_units_in_other_languages_and_standards_link_to_the_embed_definitions(tm
     assert tables.build(unit, main_flags, require_tool(link)) == tables.expected()
 
 
+@pytest.mark.client
 def test_embed_and_incbin_objects_hold_the_same_symbols_and_bytes(tmp_path):
     tables = Tables(tmp_path, KINDS[1][1], "rope")
     found = {}
@@ -405,6 +416,7 @@ int main(void)
 """
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_incbin_of_several_arrays_is_c89_clean_every_string_under_509_characters(tmp_path, compiler):
     """C90 compilers need support string literals of 509 characters only, and clang -std=c89 -pedantic warns past

@@ -355,6 +355,7 @@ def room_for_the_fewest_bytes(seq_len: int, d_model: int, fmt: str) -> int:
     return -(-low // PAGE) * PAGE
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("fmt", ["npy", "csv", "c"])
 def test_full_file_system_fails_with_one_line_and_keeps_the_previous_output(tmp_path, fmt):
     out = f"pe.{fmt}"
@@ -368,6 +369,7 @@ def test_full_file_system_fails_with_one_line_and_keeps_the_previous_output(tmp_
     assert left == {out: "previous\n"}
 
 
+@pytest.mark.client
 def test_full_file_system_without_a_previous_output_is_left_empty(tmp_path):
     out = str(tmp_path / "fs" / "pe.h5")
     size = room_for_the_fewest_bytes(4096, 1024, "h5")
@@ -378,6 +380,7 @@ def test_full_file_system_without_a_previous_output_is_left_empty(tmp_path):
 # Paths that cannot be written, or that lead elsewhere.
 
 
+@pytest.mark.client
 def test_read_only_file_system_fails_before_any_work(tmp_path):
     out = str(tmp_path / "fs" / "pe.npy")
     runs, left, _ = in_small_file_system(
@@ -387,6 +390,7 @@ def test_read_only_file_system_fails_before_any_work(tmp_path):
     assert code == 1 and "read-only" in one_error_line(stderr) and left == {"pe.npy": "previous\n"}
 
 
+@pytest.mark.client
 def test_directory_without_write_permission_keeps_the_previous_output(tmp_path):
     """As root, too: CAP_DAC_OVERRIDE is dropped, so the permission bits count."""
     locked = tmp_path / "locked"
@@ -658,6 +662,7 @@ def test_an_absurd_table_is_refused_at_once_naming_its_size(tmp_path, posenc, su
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.client
 def test_an_output_larger_than_the_free_space_is_refused_before_writing(tmp_path):
     out = str(tmp_path / "fs" / "pe.npy")  # 4 MiB into a 1 MiB file system
     runs, left, _ = in_small_file_system(tmp_path, [["generate", "-n", "1024", "-d", "1024", "-o", out]], {})

@@ -99,6 +99,7 @@ int main(void)
 """
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 @pytest.mark.parametrize(("name", "total", "frac", "storage"), TYPES)
 def test_c_header_compiles_warning_free_and_holds_the_codes(tmp_path, compiler, name, total, frac, storage):

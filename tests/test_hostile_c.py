@@ -97,6 +97,7 @@ int main(void)
 """
 
 
+@pytest.mark.client
 def test_the_payload_is_a_real_attack(tmp_path):
     """The payload pasted into a declarator (what posenc did before) compiles, and runs its constructor."""
     (tmp_path / "pasted.c").write_text(
@@ -106,6 +107,7 @@ def test_the_payload_is_a_real_attack(tmp_path):
     assert "PWNED" in build_and_run(tmp_path, ["pasted.c"], "-Wno-unused-variable")
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("source", [".safetensors", ".npz", ".h5"])
 @pytest.mark.parametrize("output", ["h", "c", "bin"])
 def test_array_names_never_become_code(tmp_path, source, output):
@@ -127,6 +129,7 @@ def test_array_names_never_become_code(tmp_path, source, output):
     assert run("inspect", str(tmp_path / f"out.{output}"))[0] == 0
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(
     ("name", "mapped"),
     [
@@ -167,6 +170,7 @@ def test_a_symbol_cannot_be_a_macro(tmp_path):
     assert not (tmp_path / "OUT.h").exists()
 
 
+@pytest.mark.client
 def test_axis_names_become_mapped_macros(tmp_path):
     values = np.arange(6, dtype=np.float32).reshape(2, 3)
     table = Table("array", {"pe": values}, axes={"pe": (PAYLOAD, "d\n#error")})
@@ -203,6 +207,7 @@ def test_names_longer_than_c_keeps_are_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.safetensors"]
 
 
+@pytest.mark.client
 def test_comment_text_cannot_leave_the_comment(tmp_path):
     """Parameters and kinds are free text: none of it may end the comment, splice a line or hide characters."""
     texts = ["*/ int broken = ; /*", "??/", "a\\", "x\r\n#error", "\x0c\x1b[31m", "\u202egnp.exe", "* /*/ **/", "???/"]
@@ -228,6 +233,7 @@ def test_file_names_in_source_are_refused_unless_plain(tmp_path, bad, suffix):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.client
 def test_file_names_with_spaces_and_hashes_build(tmp_path):
     for name in ("my table.c", "t#1.bin"):
         assert run("generate", "-n", "4", "-d", "4", "-o", str(tmp_path / name))[0] == 0
@@ -291,6 +297,7 @@ def test_edited_headers_are_refused_by_verify_and_inspect(tmp_path, genuine, att
         assert "a C file posenc did not write" in line, line
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("attack", "printed"), [("if-0", "9\n"), ("define", "9\n"), ("second-definition", "9\n")])
 def test_the_attacks_compile_to_other_values(tmp_path, genuine, attack, printed):
     """gcc honours the edits that posenc refuses: the compiled value is not the table's (0.540302 at [1][1])."""
@@ -301,6 +308,7 @@ def test_the_attacks_compile_to_other_values(tmp_path, genuine, attack, printed)
     assert build_and_run(tmp_path, ["main.c"], "-Wno-unused-variable") == printed
 
 
+@pytest.mark.client
 def test_the_constructor_attack_runs_under_gcc(tmp_path, genuine):
     (tmp_path / "main.c").write_text(PROGRAM)
     (tmp_path / "pe.h").write_text(ATTACKS["constructor"](genuine))
@@ -347,6 +355,7 @@ USE = (
 )
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("mine", "theirs"), [(("-n", "8"), ("-n", "16")), (("-n", "16"), ("-n", "8"))])
 def test_a_torn_c_pair_does_not_build_and_is_refused(tmp_path, mine, theirs):
     a = pair(tmp_path, "a", ".c", *mine, "-d", "4")
@@ -364,6 +373,7 @@ def test_a_torn_c_pair_does_not_build_and_is_refused(tmp_path, mine, theirs):
         )
 
 
+@pytest.mark.client
 def test_a_torn_c_pair_of_one_shape_is_found_by_its_identity(tmp_path):
     a = pair(tmp_path, "a", ".c", "-n", "8", "-d", "4")
     b = pair(tmp_path, "b", ".c", "-n", "8", "-d", "4", "--base", "500")
@@ -377,6 +387,7 @@ def test_a_torn_c_pair_of_one_shape_is_found_by_its_identity(tmp_path):
     assert run("verify", str(a / "pe.c"))[0] == 0 and build(a, ["pe.c"], "-c").returncode == 0
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("mine", "theirs"), [("8", "16"), ("16", "8")])
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_a_torn_bin_pair_does_not_assemble_and_is_refused(tmp_path, mine, theirs, compiler):

@@ -198,6 +198,7 @@ def build_and_run(tmp_path: Path, table: Table, build: tuple) -> str:
     return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("build", BUILDS, ids=[b[0] for b in BUILDS])
 @pytest.mark.parametrize("key", list(TABLES))
 def test_compiled_tables_hold_every_value_exactly(tmp_path, key, build):
@@ -211,6 +212,7 @@ def arm_build(tmp_path: Path, source: Path, std: str) -> subprocess.CompletedPro
     return subprocess.run([*command, "-o", str(tmp_path / "t.o")], capture_output=True, text=True)
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("key", ["int8", "int16", "int32", "int64", "deep"])
 def test_integer_literals_compile_warning_free_for_a_32_bit_target(tmp_path, key):
     """Cortex-M: ``long`` is 32 bits, so INT32_MIN cannot be a literal (in C89 2147483648 is unsigned long) and an
@@ -221,6 +223,7 @@ def test_integer_literals_compile_warning_free_for_a_32_bit_target(tmp_path, key
         assert built.returncode == 0, built.stderr
 
 
+@pytest.mark.client
 def test_the_naive_int32_minimum_is_what_a_c89_compiler_refuses(tmp_path):
     posenc_cli.save(int_table("int32"), tmp_path / "t.c", name="t")
     naive = tmp_path / "naive.c"
@@ -229,6 +232,7 @@ def test_the_naive_int32_minimum_is_what_a_c89_compiler_refuses(tmp_path):
     assert built.returncode != 0 and "unsigned only in ISO C90" in built.stderr
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("key", ["mixed", "window", "deep"])
 def test_hex_float_literals_beside_integers_compile(tmp_path, key):
     table = TABLES[key]()
@@ -373,6 +377,7 @@ def test_npy_sidecars_are_decided_per_array(tmp_path):
 H5_TYPES = {"int8": "H5T_STD_I8LE", "int16": "H5T_STD_I16LE", "int32": "H5T_STD_I32LE", "int64": "H5T_STD_I64LE"}
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("key", list(TABLES))
 def test_h5dump_sees_integer_datasets_and_their_bytes(tmp_path, key):
     h5dump = require_tool("h5dump")

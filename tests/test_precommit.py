@@ -22,6 +22,8 @@ import posenc_cli
 
 from .conftest import require_tool
 
+pytestmark = pytest.mark.client  # every test here runs a real client
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 

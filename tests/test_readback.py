@@ -160,6 +160,7 @@ def test_nested_keys_written_again_are_names_not_paths(tmp_path, mixed):
         assert sorted(archive.files) == ["grp_emb", "pe"] and archive["grp_emb"].tobytes() == EMB.tobytes()
 
 
+@pytest.mark.client
 def test_nested_keys_become_c_identifiers_that_compile(tmp_path):
     """``grp/emb`` reaches C only as an identifier (``out_grp_emb``); gcc builds the header and reads the values."""
     path = tmp_path / "same.h5"

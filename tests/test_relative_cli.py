@@ -102,6 +102,7 @@ def test_key_names_from_a_hostile_file_are_shown_escaped(tmp_path):
     assert result.exit_code == 2 and "\x1b" not in result.output
 
 
+@pytest.mark.client
 def test_a_hostile_key_never_reaches_c_unescaped(tmp_path):
     """The only array of a file names itself: its key is recorded (bias_key) in the C comment, escaped."""
     gcc = require_tool("gcc")

@@ -207,17 +207,20 @@ def check_against_npz(tmp_path: Path, tables: dict[str, Table]) -> None:
         assert [int(word, 16) for word in words] == want
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("dtype", DTYPE_TABLES)
 def test_iverilog_reads_every_element_type_bit_for_bit(tmp_path, dtype):
     check_against_npz(tmp_path, {dtype: DTYPE_TABLES[dtype]()})
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("kind", SAMPLES)
 def test_iverilog_reads_every_table_kind_bit_for_bit(tmp_path, kind):
     tables = {f"s{n}": KINDS[kind].build(values) for n, values in enumerate(SAMPLES[kind])}
     check_against_npz(tmp_path, tables)
 
 
+@pytest.mark.client
 def test_iverilog_reads_the_cli_output_and_the_cli_wants_a_part(tmp_path):
     runner = CliRunner()
     result = runner.invoke(cli, ["rope", "-n", "5", "--head-dim", "8", "--part", "sin", "-o", str(tmp_path / "s.mem")])
@@ -284,6 +287,7 @@ def fixed_reference(seq_len: int, d_model: int, frac: int, total: int) -> list[i
     return out
 
 
+@pytest.mark.client
 def test_fixed18_16_words_are_exactly_18_bits_and_iverilog_reads_them_signed(tmp_path):
     result = CliRunner().invoke(
         cli, ["generate", "-n", "12", "-d", "8", "--dtype", "fixed18.16", "-o", str(tmp_path / "f.mem")]
@@ -341,6 +345,7 @@ def edit(fmt: str, change, data: bytes | None = None) -> bytes:
     return b"\n".join(lines)
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("fmt", ROMS)
 def test_nan_patterns_are_bits_like_any_other(tmp_path, fmt):
     bits = np.array([0x7FC00001, 0xFFFFFFFF, 0x7F800001, 0x80000000, 0x7F800000], np.uint32)
@@ -514,6 +519,7 @@ HOSTILE_KEY = 'x\n3f800000\n// */ /* % ; -- END;\r\u2028\x00"\\'
 HOSTILE_TEXT = "a\nb */ %c% ;d -- e\u00e9\U0001f600\\"
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("fmt", ROMS)
 def test_hostile_text_stays_inside_its_comments(tmp_path, fmt):
     values = np.array([[1.0, -2.5], [0.0, 3.0]], np.float32)

@@ -268,6 +268,7 @@ int main(void) {
 """
 
 
+@pytest.mark.client
 @pytest.mark.parametrize(("compiler", "std"), [("gcc", "c89"), ("clang", "c11"), ("g++", "c++11")])
 def test_c_header_holds_every_cache_and_compiles(tmp_path, compiler, std):
     """The real compilers read the three arrays back byte for byte (llama3 scaling, interleaved layout)."""

@@ -136,6 +136,7 @@ def written(tmp_path_factory) -> tuple[Path, list[tuple[str, Table, dict[str, np
     return workdir, out
 
 
+@pytest.mark.client
 def test_every_kind_and_element_type_compiles_warning_free_and_holds_the_npz_values(written):
     workdir, tables = written
     seen = {(t.kind, str(t.params.get("dtype"))) for _, t, _ in tables}
@@ -191,6 +192,7 @@ def test_the_element_types_are_the_rust_types_of_the_storage(written):
         assert f"pub static PE: [[{rtype}; PE_D_MODEL]; PE_SEQ_LEN] = [\n" in source, module
 
 
+@pytest.mark.client
 def test_include_at_the_crate_root_and_in_a_module_uses_one_array_warning_free(written):
     """No inner attribute: ``include!`` takes the file anywhere; items a binary does not use do not warn."""
     workdir, tables = written
@@ -214,6 +216,7 @@ def library(workdir: Path, tables: list[tuple[str, Table, dict[str, np.ndarray]]
     return lib
 
 
+@pytest.mark.client
 @pytest.mark.parametrize("edition", ["2015", "2018", "2021", "2024"])
 def test_every_edition_compiles_the_files_no_std_with_missing_docs(written, edition):
     workdir, tables = written
@@ -222,6 +225,7 @@ def test_every_edition_compiles_the_files_no_std_with_missing_docs(written, edit
                 "-o", f"lib{edition}.rmeta", "lib.rs", cwd=workdir))  # fmt: skip
 
 
+@pytest.mark.client
 def test_clippy_pedantic_finds_nothing(written):
     """Clippy's deny-by-default approx_constant (an ALiBi slope of 16 heads is FRAC_1_SQRT_2) and pedantic lints."""
     workdir, tables = written
@@ -236,6 +240,7 @@ def test_clippy_pedantic_finds_nothing(written):
     assert result.returncode == 0, result.stderr[-4000:]
 
 
+@pytest.mark.client
 def test_rustfmt_leaves_every_file_as_it_is(written):
     workdir, tables = written
     files = [str(workdir / f"{module}.rs") for module, _, _ in tables]
@@ -261,6 +266,7 @@ EXTREMES = {
 }  # fmt: skip
 
 
+@pytest.mark.client
 def test_extreme_values_and_every_storage_type_are_exact(tmp_path):
     """Subnormals, -0.0, the extremes and the minimum of each integer type, also big-endian and in 3-D."""
     arrays = {key: values for key, values in EXTREMES.items()}
@@ -323,6 +329,7 @@ HOSTILE_KEYS = [
 HOSTILE_TEXT = "*/ /* \n#![no_main]\r\n\u2028\u2029\u202e\u2066 */ fn evil() {} // \x00\x1b[2J ??/"
 
 
+@pytest.mark.client
 def test_hostile_keys_params_and_command_compile_and_inject_nothing(tmp_path):
     arrays = {key: np.full((2, 3), n, np.float32) for n, key in enumerate(HOSTILE_KEYS)}
     params = {"dtype": "float32", HOSTILE_TEXT: HOSTILE_TEXT, "note": HOSTILE_TEXT}
@@ -377,6 +384,7 @@ def test_what_rust_cannot_name_or_hold_is_refused(tmp_path, arrays, fragment):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.client
 def test_hostile_file_names_through_convert(tmp_path):
     """A safetensors file whose tensor names are Rust code, converted by the CLI, compiles to the mapped names."""
     from safetensors.numpy import save_file

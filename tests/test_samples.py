@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_outputs"
 
 
@@ -24,6 +26,7 @@ def test_samples_match_the_code(tmp_path):
     assert not stale, f"sample_outputs/ is stale for {stale}: run python sample_outputs/make_samples.py"
 
 
+@pytest.mark.client
 def test_the_t5_and_swin_sample_headers_compile_to_the_frameworks_tables(tmp_path):
     """sample_outputs/t5_buckets.h and swin_index.h, compiled by gcc, print the index transformers and timm made."""
     import json
