@@ -1,0 +1,141 @@
+"""Correctly rounded float32 elementary functions: the primitives of ``arithmetic="framework"``.
+
+A framework computes its tables in float32: ``+ - * /`` are IEEE operations (numpy's float32 arithmetic is the
+same, bit for bit), and ``pow``, ``exp``, ``cos``, ``sin`` come from the platform's vector library, within about an
+ulp. posenc emulates the framework's sequence of operations with the four IEEE operations as numpy does them and
+each elementary function **correctly rounded** in float32 (round-half-even of the exact real value): the choice that
+depends on no platform, and the one a framework's own result differs from by at most its library's error.
+
+Each function takes float32 arrays (every value exactly a float32) and returns the correctly rounded float32
+results:
+
+- a float64 approximation from numpy, trusted to ``2**-40`` relative (numpy's and every libm's float64 ``pow``,
+  ``exp``, ``cos``, ``sin`` are within a few float64 ulps, ``2**-50``), rounded where that bound proves the
+  rounding (:func:`posenc_cli.encodings._exact.round_checked`);
+- the rest (about one entry in 65536) from :mod:`decimal` enclosures whose working precision doubles until both
+  ends round alike (Ziv's strategy). For ``cos`` and ``sin`` of a nonzero float32 (a nonzero rational) the value is
+  transcendental and the loop ends; ``pow`` and ``exp`` of exactly representable results are decided at once.
+
+Examples
+--------
+>>> import numpy as np
+>>> float(cos(np.array([1.0], np.float32))[0])  # cos 1 = 0.5403023058681398..., rounded to float32
+0.5403022766113281
+>>> pow_(np.float32([10000.0]), np.float32([0.5])).tolist()  # exactly 100: decided at once
+[100.0]
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from ..dtypes import nearest_bits
+from ._exact import enclosure, round_checked
+
+__all__ = ["cos", "exp", "f32", "pow_", "sin"]
+
+#: The relative error trusted of numpy's float64 elementary functions (they are within ``2**-50``).
+TRUSTED = 2.0**-40
+_MAX_DIGITS = 2000
+
+
+def f32(values: npt.ArrayLike) -> np.ndarray:
+    """``values`` rounded to float32 (the IEEE conversion a framework applies to a Python float it combines with a
+    float32 tensor)."""
+    return np.asarray(values, np.float64).astype(np.float32)
+
+
+def _decided(
+    approx: np.ndarray, exact: Callable[[int, int], tuple[Fraction, Fraction]], shape: tuple[int, ...]
+) -> np.ndarray:
+    """The float32 results of ``approx`` (float64, relative error within :data:`TRUSTED`), the undecided entries
+    from ``exact(i, digits)``: an enclosure ``lo <= v <= hi`` of entry ``i``'s exact value at about ``digits``."""
+    out, undecided = round_checked(approx, np.abs(approx) * TRUSTED + 2.0**-1000, np.float32)
+    out = np.asarray(out, np.float32).reshape(-1)
+    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
+        digits = 40
+        while True:
+            lo, hi = exact(i, digits)
+            bits = nearest_bits(lo, np.float32)
+            if bits == nearest_bits(hi, np.float32):
+                out[i] = np.array(bits, np.uint32).view(np.float32)
+                break
+            digits *= 2
+            if digits > _MAX_DIGITS:  # a representable or midpoint value: ``lo == hi`` would have decided it
+                raise ArithmeticError(f"could not round entry {i} to float32")
+    return out.reshape(shape)
+
+
+def _trig(angles: npt.ArrayLike, want_cos: bool) -> np.ndarray:
+    a = np.asarray(angles, np.float32)
+    flat = a.reshape(-1)
+    approx = (np.cos if want_cos else np.sin)(a.astype(np.float64))
+
+    def exact(i: int, digits: int) -> tuple[Fraction, Fraction]:
+        # k = 0: the frequency is base**0 = 1, so the enclosure is of trig(position) itself
+        return enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
+
+    return _decided(approx, exact, a.shape)
+
+
+def cos(angles: npt.ArrayLike) -> np.ndarray:
+    """``cos`` of float32 angles, correctly rounded to float32."""
+    return _trig(angles, True)
+
+
+def sin(angles: npt.ArrayLike) -> np.ndarray:
+    """``sin`` of float32 angles, correctly rounded to float32."""
+    return _trig(angles, False)
+
+
+def _exp_enclosure(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
+    """``exp(x)`` within a relative ``10**(5 - digits)``: Decimal's ``exp`` is correctly rounded to ``digits``."""
+    if x == 0:
+        return Fraction(1), Fraction(1)
+    with decimal.localcontext() as ctx:
+        ctx.prec = digits + 10
+        d = Decimal(x.numerator) / Decimal(x.denominator)
+        ctx.prec = digits
+        v = Fraction(d.exp())
+    err = v * Fraction(1, 10 ** (digits - 5))
+    return v - err, v + err
+
+
+def exp(x: npt.ArrayLike) -> np.ndarray:
+    """``e**x`` of float32 ``x``, correctly rounded to float32 (``exp(0) = 1``; other results are transcendental)."""
+    a = np.asarray(x, np.float32)
+    flat = a.reshape(-1)
+    with np.errstate(over="ignore", under="ignore"):
+        approx = np.exp(a.astype(np.float64))
+    return _decided(approx, lambda i, digits: _exp_enclosure(Fraction(float(flat[i])), digits), a.shape)
+
+
+def pow_(base: npt.ArrayLike, exponent: npt.ArrayLike) -> np.ndarray:
+    """``base**exponent`` of float32 values (``base > 0``), correctly rounded to float32, broadcasting."""
+    b, e = np.broadcast_arrays(np.asarray(base, np.float32), np.asarray(exponent, np.float32))
+    fb, fe = b.reshape(-1), e.reshape(-1)
+    with np.errstate(over="ignore", under="ignore"):
+        approx = np.power(b.astype(np.float64), e.astype(np.float64))
+
+    def exact(i: int, digits: int) -> tuple[Fraction, Fraction]:
+        qb, qe = Fraction(float(fb[i])), Fraction(float(fe[i]))
+        if qe == 0 or qb == 1:
+            return Fraction(1), Fraction(1)
+        if qe.denominator == 1 and abs(qe.numerator) <= 4096:  # an integer power: exact
+            v = qb**qe.numerator
+            return v, v
+        with decimal.localcontext() as ctx:
+            ctx.prec = digits + 10
+            ln_b = (Decimal(qb.numerator) / Decimal(qb.denominator)).ln()
+            y = Fraction(ln_b * (Decimal(qe.numerator) / Decimal(qe.denominator)))
+        lo, hi = _exp_enclosure(y, digits)
+        slack = (abs(y) + 1) * Fraction(1, 10 ** (digits - 2))  # the logarithm's own error, carried through exp
+        return lo * (1 - slack), hi * (1 + slack)
+
+    return _decided(approx, exact, b.shape)
