@@ -30,8 +30,8 @@ from ..table import Table
 
 __all__ = [
     "ALIGN", "BASE", "BASE_RANGE", "CONVERT", "D_MODEL", "ELEMENT", "ELEMENT_KEYS", "INDEX_ELEMENT", "OUTPUT",
-    "POSITIONS", "POSITIONS_RANGE", "QUANTISATION", "RUN", "SCALE", "SEQ_LEN", "ZERO_POINT", "Kind", "check",
-    "same_names",
+    "POSITIONS", "POSITIONS_RANGE", "QUANTISATION", "RUN", "SCALE", "SEQ_LEN", "ZERO_POINT", "Kind", "arithmetic",
+    "check", "same_names",
 ]  # fmt: skip
 
 # ------------------------------------------------------------------------------------------ shared ranges
@@ -152,6 +152,20 @@ RUN: tuple[Param, ...] = (
         default=False,
     ),
 )
+
+
+def arithmetic(followed: str, *more: str) -> Param:
+    """A kind's ``arithmetic`` parameter: ``exact`` (every value correctly rounded from the real formula: the
+    default, and not recorded) or ``framework`` (the values the code the kind follows computes, ``followed``: its
+    float32 operations in its order, each elementary function correctly rounded), and the kind's ``more`` modes
+    (RoPE's ``ggml``). Recorded only when it is not ``exact``, so exact tables keep their bytes."""
+    return Param(
+        "arithmetic",
+        Choice(("exact", "framework", *more)),
+        f"exact: every value correctly rounded; framework: the float32 operations of {followed}, each function "
+        "correctly rounded (docs/tables.md).",
+        default="exact",
+    )
 
 
 #: How a float table records its element type (``converted_from``: the type ``posenc convert`` rounded from).
