@@ -145,6 +145,9 @@ CASES = [
      "original_max_positions": 8192},
     {"seq_len": 40, "head_dim": 32, "theta": 10000.0, "scaling": "llama3", "factor": 4.0,
      "original_max_positions": 64, "low_freq_factor": 2.0, "high_freq_factor": 8.0},
+    # Llama 4: low_freq_factor == high_freq_factor, no band between (as transformers computes it)
+    {"seq_len": 40, "head_dim": 32, "theta": 500000.0, "scaling": "llama3", "factor": 16.0,
+     "original_max_positions": 64, "low_freq_factor": 4.0, "high_freq_factor": 4.0},
     {"seq_len": 40, "head_dim": 32, "scaling": "yarn", "factor": 4.0, "original_max_positions": 4096},
     {"seq_len": 40, "head_dim": 32, "theta": 150000.0, "scaling": "yarn", "factor": 32.0,
      "original_max_positions": 4096, "truncate": False, "beta_fast": 16.0, "beta_slow": 2.0},
@@ -205,7 +208,7 @@ def test_attention_scaling_formulas():
         ({"scaling": "yarn", "factor": 2.0, "beta_fast": 8.0}, "original_max_positions"),
         ({"scaling": "yarn", "original_max_positions": 64}, "factor"),
         ({"scaling": "llama3", "factor": 8.0, "original_max_positions": 64, "beta_fast": 3.0}, "beta_fast"),
-        ({"scaling": "llama3", "factor": 8.0, "original_max_positions": 64, "low_freq_factor": 4.0},
+        ({"scaling": "llama3", "factor": 8.0, "original_max_positions": 64, "low_freq_factor": 5.0},
          "high_freq_factor"),
         ({"scaling": "dynamic", "factor": 2.0}, "max_positions"),
         ({"scaling": "dynamic", "factor": 2.0, "max_positions": 8, "head_dim": 2}, "head_dim"),

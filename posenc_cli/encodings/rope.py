@@ -132,6 +132,12 @@ class RopeSpec:
     given: dict[str, object] = field(default_factory=dict, compare=False)
     #: proportional: the frequencies rotated (``k < angles``); the others are 0 (cos 1, sin 0). ``None``: all.
     angles: int | None = None
+    #: yarn: the correction range ``(low, high)`` (truncated and clamped, before the ``+ 0.001`` of an empty one)
+    #: and the factor used (given, or ``max_positions / original_max_positions``): framework arithmetic's inputs.
+    yarn_range: tuple[float, float] | None = field(default=None, compare=False)
+    yarn_factor: float | None = field(default=None, compare=False)
+    #: longrope: the factor list taken (short or long).
+    ext_factors: tuple[float, ...] | None = field(default=None, compare=False)
 
     @property
     def amplitude(self) -> float:
@@ -282,6 +288,7 @@ def resolve(
         if key in given:
             clean[key] = _factors(given[key], key, h)
     base, mults, attention = theta, None, 1.0
+    extra: dict[str, object] = {}
     f = _opt(clean, "factor")
     if scaling in ("linear", "dynamic", "llama3", "yarn") and f is not None and f < 1:
         raise SpecError(f"factor must be at least 1 for {scaling} scaling, got {f!r}", param="factor")
@@ -290,11 +297,11 @@ def resolve(
     elif scaling == "dynamic":
         base = _dynamic_base(theta, _num(clean, "factor"), seq_len, int(_num(clean, "max_positions")), head_dim)
     elif scaling == "yarn":
-        mults, attention = _yarn(theta, head_dim, clean)
+        mults, attention, extra["yarn_range"], extra["yarn_factor"] = _yarn(theta, head_dim, clean)
     elif scaling == "llama3":
         mults = _llama3(theta, head_dim, clean)
     elif scaling == "longrope":
-        mults, attention = _longrope(seq_len, clean, longrope_cache)
+        mults, attention, extra["ext_factors"] = _longrope(seq_len, clean, longrope_cache)
     elif scaling == "proportional":
         f = 1.0 if f is None else f
         mults = (1 / Fraction(f),) * h
@@ -303,7 +310,18 @@ def resolve(
     if mults is not None and all(m == 1 for m in mults):
         mults = None
     return RopeSpec(
-        seq_len, head_dim, theta, layout, scaling, base, mults, attention, bool(fold_scaling), clean, angles
+        seq_len,
+        head_dim,
+        theta,
+        layout,
+        scaling,
+        base,
+        mults,
+        attention,
+        bool(fold_scaling),
+        clean,
+        angles,
+        **extra,  # type: ignore[arg-type]
     )
 
 
@@ -322,7 +340,9 @@ def _dynamic_base(theta: float, factor: float, seq_len: int, max_positions: int,
     return base
 
 
-def _yarn(theta: float, dim: int, p: dict[str, object]) -> tuple[tuple[Fraction, ...], float]:
+def _yarn(
+    theta: float, dim: int, p: dict[str, object]
+) -> tuple[tuple[Fraction, ...], float, tuple[float, float], float]:
     original = _num(p, "original_max_positions")
     factor = _opt(p, "factor")
     if factor is None:
@@ -372,21 +392,22 @@ def _yarn(theta: float, dim: int, p: dict[str, object]) -> tuple[tuple[Fraction,
     if p.get("truncate", True):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, dim - 1)
+    taken = (float(low), float(high))
     if low == high:
         high += 0.001
     mults = []
     for k in range(dim // 2):
         ramp = min(max((Fraction(k) - Fraction(low)) / (Fraction(high) - Fraction(low)), Fraction(0)), Fraction(1))
         mults.append(ramp / Fraction(factor) + (1 - ramp))
-    return tuple(mults), attention
+    return tuple(mults), attention, taken, factor
 
 
 def _llama3(theta: float, dim: int, p: dict[str, object]) -> tuple[Fraction, ...]:
     factor, original = Fraction(_num(p, "factor")), Fraction(_num(p, "original_max_positions"))
     low, high = Fraction(_num(p, "low_freq_factor", 1.0)), Fraction(_num(p, "high_freq_factor", 4.0))
-    if not high > low:
+    if high < low:  # equal (Llama 4): no band between, as transformers computes it
         raise SpecError(
-            f"high_freq_factor must exceed low_freq_factor, got {show(float(high))} and {show(float(low))}",
+            f"high_freq_factor must be at least low_freq_factor, got {show(float(high))} and {show(float(low))}",
             param="high_freq_factor",
         )
     mults = []
@@ -406,7 +427,9 @@ def _llama3(theta: float, dim: int, p: dict[str, object]) -> tuple[Fraction, ...
     return tuple(mults)
 
 
-def _longrope(seq_len: int, p: dict[str, object], cache: str | None) -> tuple[tuple[Fraction, ...], float]:
+def _longrope(
+    seq_len: int, p: dict[str, object], cache: str | None
+) -> tuple[tuple[Fraction, ...], float, tuple[float, ...]]:
     original = _num(p, "original_max_positions")
     long = seq_len > original if cache is None else cache == "long"
     ext = p["long_factor"] if long else p["short_factor"]
@@ -426,7 +449,7 @@ def _longrope(seq_len: int, p: dict[str, object], cache: str | None) -> tuple[tu
                 param="original_max_positions",
             )
         attention = 1.0 if factor <= 1 else math.sqrt(1 + _f64(_ln(factor)) / _f64(_ln(original)))
-    return mults, attention
+    return mults, attention, ext
 
 
 # ---------------------------------------------------------------------------------------------------- values

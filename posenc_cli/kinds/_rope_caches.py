@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..dtypes import ElementType
 from ..encodings import rope as rope_encoding
+from ..encodings import rope_framework
 from ..errors import SpecError
 from ..read import existing, load
 from ..saturation import check_saturate, may_clip, refuse_clipping, zero_note
@@ -136,6 +138,51 @@ def _arrays(
     return arrays
 
 
+def _in_type(values: np.ndarray, element: ElementType) -> np.ndarray:
+    """Float32 ``values`` (a framework's) in ``element``'s type: each rounded once, as ``.to(dtype)`` does (an
+    entry the float64 shortcut cannot decide, from its exact value)."""
+    y = np.asarray(values, np.float64)
+    out, undecided = element.convert(y)
+    for at in np.argwhere(undecided):
+        out[tuple(at)] = element.from_exact(Fraction(float(y[tuple(at)])))
+    return out
+
+
+def _framework_arrays(
+    caches: dict[str, rope_encoding.RopeSpec],
+    ids: np.ndarray | None,
+    axis: np.ndarray | None,
+    shape: tuple[int, int],
+    element: ElementType,
+    lazy: bool,
+) -> dict[str, Array]:
+    """:func:`_arrays` with ``arithmetic="framework"``: transformers' float32 tables
+    (:mod:`posenc_cli.encodings.rope_framework`), then rounded to ``element``'s type."""
+    arrays: dict[str, Array] = {}
+    for suffix, each in caches.items():
+        for part in ("cos", "sin"):
+            if ids is None:
+
+                def rows(lo: int, hi: int, spec: rope_encoding.RopeSpec = each, part: str = part) -> np.ndarray:
+                    return _in_type(rope_framework.cache_rows(spec, part, lo, hi), element)
+
+                source = RowSource(shape, element.storage, rows)
+                arrays[part + suffix] = source if lazy else np.asarray(source)
+            elif axis is None:
+                arrays[part + suffix] = _in_type(rope_framework.cache_rows(each, part, 0, 0, ids), element)
+            else:
+                by_column = axis[rope_encoding.frequencies(each)]
+                out = np.empty(shape, element.storage)
+                for a in range(3):
+                    take = by_column == a
+                    if take.any():
+                        at = rope_framework.cache_rows(each, part, 0, 0, ids[a])
+                        out[:, take] = _in_type(at, element)[:, take]
+                arrays[part + suffix] = out
+        arrays["inv_freq" + suffix] = _in_type(rope_framework.inv_freq(each), element)
+    return arrays
+
+
 def _refuse_clipping(
     caches: dict[str, rope_encoding.RopeSpec],
     ids: np.ndarray | None,
@@ -199,6 +246,7 @@ def caches(
     layer_type: str | None,
     saturate: bool,
     work_per_value: int,
+    arithmetic: str = "exact",
     **modes: object,
 ) -> Table:
     """:func:`~posenc_cli.kinds.rope.rope`'s table once the config is read and merged: every value checked, the
@@ -254,7 +302,11 @@ def caches(
     saturated = check_saturate(saturate, element)
     if not saturated:
         _refuse_clipping(caches, ids, axis, (seq_len, width), element)
-    arrays = _arrays(caches, ids, axis, (seq_len, width), element, lazy)
+    arrays = (
+        _framework_arrays(caches, ids, axis, (seq_len, width), element, lazy)
+        if arithmetic == "framework"
+        else _arrays(caches, ids, axis, (seq_len, width), element, lazy)
+    )
     _lost_frequencies(caches, arrays, element)
     params: dict[str, Value] = {**spec.params(), "seq_len": seq_len, "head_dim": head_dim, "dtype": element.name}
     if rotary_dim is not None and rotary_dim != head_dim:
@@ -277,6 +329,8 @@ def caches(
         params.update(scale=element.scale, zero_point=element.zero_point)
     if saturated:
         params["saturate"] = True
+    if arithmetic != "exact":
+        params["arithmetic"] = arithmetic
     columns = "freqs" if layout == "half-width" else "head_dim" if rotary_dim is None else "rotary_dim"
     axes: dict[str, tuple[str, ...]] = {}
     for suffix in caches:

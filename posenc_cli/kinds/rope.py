@@ -19,7 +19,7 @@ from ..params import BOOLEAN, INTEGER, INTEGERS, NUMBER, NUMBERS, TEXT, Choice, 
 from ..ranges import Range
 from ..read import PathLike
 from ..table import Table
-from ._shared import BASE_RANGE, ELEMENT_KEYS, POSITIONS, QUANTISATION, SEQ_LEN, Kind, check
+from ._shared import BASE_RANGE, ELEMENT_KEYS, POSITIONS, QUANTISATION, SEQ_LEN, Kind, arithmetic, check
 
 if TYPE_CHECKING:
     from .rope_config import RopeConfig
@@ -149,6 +149,7 @@ PARAMS: tuple[Param, ...] = (
     Param("mrope_section", MROPE_SECTION, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
     Param("mrope_interleaved", BOOLEAN, "M-RoPE sections interleaved (Qwen3-VL).", default=False),
     Param("longrope_pair", BOOLEAN, "longrope: write both caches, *_short and *_long.", default=False),
+    arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward"),
 )
 
 
@@ -158,7 +159,13 @@ LlamaRotaryEmbedding and ROPE_INIT_FUNCTIONS compute them.
 cos[p, j] = a * cos(p * inv_freq[k]), sin[p, j] = a * sin(p * inv_freq[k]) with k = j mod head_dim/2 (half)
 or j // 2 (interleaved), inv_freq[k] = theta^(-2k/head_dim) scaled by the --scaling mode, and a the mode's
 attention scaling (1 except yarn and longrope; --no-attention-scaling leaves it out). dynamic is evaluated at
---seq-len. Every value is the exact value correctly rounded.
+--seq-len.
+
+--arithmetic exact (the default): every value is the exact value correctly rounded, the table a model's math
+defines. --arithmetic framework: the float32 table transformers itself computes (float32 inv_freq, the angle
+as one float32 product, cos and sin of it): within about an ulp of transformers' own on any device, where exact
+differs by up to |angle| * 2^-24 (3e-4 at 4k positions). Use framework to match a model's logits or a port
+checked against transformers; exact for the true table.
 
 \b
 Examples:
@@ -194,6 +201,7 @@ def rope(
     mrope_section: Sequence[int] | None = None,
     mrope_interleaved: bool = False,
     longrope_pair: bool = False,
+    arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
     zero_point: int | None = None,
@@ -223,8 +231,12 @@ def rope(
     multiplies cos and sin by the mode's attention scaling (YaRN, LongRoPE); ``attention_scaling=False`` leaves it
     out (the parameters record its value either way). ``layout`` ``half`` is HF/GPT-NeoX ``rotate_half``,
     ``interleaved`` GPT-J/llama.cpp's adjacent pairs, ``half-width`` each frequency once (ONNX ``RotaryEmbedding``).
-    Every value is correctly rounded.
+    Every value is correctly rounded (``arithmetic="exact"``).
 
+    - ``arithmetic="framework"``: the float32 tables transformers computes, operation for operation
+      (:mod:`posenc_cli.encodings.rope_framework`): ``inv_freq`` in float32 as ``ROPE_INIT_FUNCTIONS`` makes it,
+      the angle as one float32 product, its cos and sin correctly rounded, the attention scaling as one float32
+      product. Recorded as ``arithmetic``.
     - ``rotary_dim``: the rotated dimensions of a partial rotary model (GPT-NeoX ``rotary_pct``, Phi's
       ``partial_rotary_factor``): the caches and every frequency are over ``rotary_dim``, as HF's ``dim``.
     - ``position_ids`` (integers, ``(seq,)``): the caches' rows at those positions instead of ``0 .. seq_len - 1``
@@ -289,7 +301,7 @@ def rope(
         return caches(
             seq_len, layout=layout, attention_scaling=attention_scaling, position_ids=position_ids,
             longrope_pair=longrope_pair, element=element, lazy=lazy, from_config=from_config, layer_type=layer_type,
-            saturate=saturate, work_per_value=KIND.work_per_value, **settings,
+            saturate=saturate, arithmetic=arithmetic, work_per_value=KIND.work_per_value, **settings,
         )  # fmt: skip
 
 
@@ -332,7 +344,7 @@ RECORDED: dict[str, ValueType] = {
     "attention_factor": ATTENTION_FACTOR, "short_factor": LONGROPE_FACTORS,
     "long_factor": LONGROPE_FACTORS, "rotary_dim": ROTARY_DIM, "position_ids_sha256": TEXT,
     "positions_reach": INTEGER, "mrope_section": MROPE_SECTION, "mrope_interleaved": BOOLEAN,
-    "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT,
+    "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT, "arithmetic": TEXT,
 }
 
 # fmt: on

@@ -49,6 +49,7 @@ TEXT_PARAMS = frozenset(
         "config_fields",
         "layer_type",
         "position_ids_sha256",
+        "arithmetic",
     }
 )
 
