@@ -169,6 +169,7 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown on stdout")
     parser.add_argument("--targets", action="store_true", help="only the speed issue's five rows (#17)")
     parser.add_argument("--identify", action="store_true", help="only posenc identify and its time bombs (#18, #25)")
+    parser.add_argument("--arithmetic", action="store_true", help="only exact against framework arithmetic (#27)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: a temp dir in .)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir=args.dir or Path.cwd()))
@@ -177,10 +178,13 @@ def main() -> None:
     try:
         if args.identify:
             identify_time(report, args.repeat, scratch)
+        elif args.arithmetic:
+            arithmetic(report, args.repeat)
         else:
             targets(report, args.repeat, scratch, args.quick)
-        if not args.targets and not args.identify:
+        if not (args.targets or args.identify or args.arithmetic):
             identify_time(report, args.repeat, scratch)
+            arithmetic(report, args.repeat)
             generation(report, args.repeat)
             text(report, args.repeat, scratch)
             startup(report, args.repeat, scratch)
@@ -291,6 +295,27 @@ def targets(report: Report, repeat: int, scratch: Path, quick: bool) -> None:
         f"{small / bare:.2f}x",
         verdict(small <= 1.25 * bare, "<= 1.25x"),
     )
+
+
+def arithmetic(report: Report, repeat: int) -> None:
+    """RoPE caches in both arithmetics (#27): Llama 3.1's llama3 cache and Qwen2.5's YaRN cache, 8192 x 128 float32,
+    built whole (cos, sin and inv_freq)."""
+    cases = {
+        "llama3": dict(theta=500000.0, scaling="llama3", factor=8.0, original_max_positions=8192),
+        "yarn": dict(theta=1e6, scaling="yarn", factor=4.0, original_max_positions=32768),
+    }
+    for name, settings in cases.items():
+        times = {}
+        for mode in ("exact", "framework"):
+            times[mode] = median_time(
+                lambda mode=mode, settings=settings: posenc_cli.rope(8192, 128, arithmetic=mode, **settings), repeat
+            )
+        report.add(f"rope {name} 8192x128 float32, --arithmetic exact", f"{times['exact'] * 1e3:.1f} ms")
+        report.add(
+            "  --arithmetic framework",
+            f"{times['framework'] * 1e3:.1f} ms",
+            f"framework/exact {times['framework'] / times['exact']:.2f}",
+        )
 
 
 def generation(report: Report, repeat: int) -> None:
