@@ -24,7 +24,7 @@ from ..saturation import check_saturate, may_clip, refuse_clipping
 from ..system.capacity import check_memory
 from ..table import Array, RowSource, Table
 from ..table import Param as Value
-from ._shared import BASE, D_MODEL, ELEMENT_KEYS, QUANTISATION, SEQ_LEN, Kind, check
+from ._shared import BASE, D_MODEL, ELEMENT_KEYS, QUANTISATION, SEQ_LEN, Kind, arithmetic, check
 
 __all__ = ["KIND", "PARAMS", "VIEWED", "generate", "listed_presets"]
 
@@ -98,6 +98,7 @@ PARAMS: tuple[Param, ...] = (
     Param("step", STEP, "Position step between rows (fractional allowed).  [default: 1]"),
     Param("padding_idx", PADDING_IDX, "Zero this row (fairseq); none: no zero row."),
     Param("amplitude", AMPLITUDE, "Multiply every value by this.  [default: 1]"),
+    arithmetic("the code the preset follows"),
 )
 
 
@@ -106,7 +107,8 @@ DOC = """Write a 1-D sinusoidal table: the paper's, or a framework's with --pres
 The paper (preset vaswani): PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos /
 base^(2i/d_model)), for pos = 0 .. seq_len-1; an odd d_model ends with a sine column. Other frameworks
 differ in layout, frequencies, positions, padding row and odd widths: --preset picks one (list them with
-posenc presets) and the other options override it. Every value is the exact value correctly rounded.
+posenc presets) and the other options override it. Every value is the exact value correctly rounded;
+--arithmetic framework gives the values the preset's own code computes in float32 (docs/tables.md).
 
 \b
 Examples:
@@ -137,6 +139,7 @@ def generate(
     no_padding: bool = False,
     amplitude: float | None = None,
     saturate: bool = False,
+    arithmetic: str = "exact",
 ) -> Table:
     """A 1-D sinusoidal table as a :class:`Table` with its parameters: the paper's by default, any framework's with
     ``preset`` and the parameters of :mod:`posenc_cli.encodings.presets` (which override the preset's).
@@ -162,6 +165,11 @@ def generate(
     no value can clip and nothing is counted; otherwise the values are computed once in float64 and counted here,
     before this returns (and so before any file is opened).
 
+    ``arithmetic="framework"`` gives the table the preset's own code computes (no preset: PyTorch's tutorial), its
+    float32 operations in its order with each elementary function correctly rounded
+    (:mod:`posenc_cli.encodings.framework` names the code each preset follows); other element types round those
+    float32 values. It is recorded; ``"exact"`` (the default) is not.
+
     With ``lazy=True`` the table's array is a :class:`~posenc_cli.table.RowSource`: nothing is computed until a
     writer asks for rows, block by block, so :func:`save` streams tables larger than memory with bounded memory.
 
@@ -173,6 +181,8 @@ def generate(
     >>> generate(4, 6, preset="whisper").params["layout"]
     'sin-cos'
     """
+    if arithmetic not in ("exact", "framework"):
+        raise SpecError(f"arithmetic must be one of exact, framework, got {arithmetic!r}", param="arithmetic")
     check(
         KIND.inputs, seq_len=seq_len, d_model=d_model, base=base, freq_shift=freq_shift, min_timescale=min_timescale,
         start=start, step=step, padding_idx=padding_idx, amplitude=amplitude, scale=scale, zero_point=zero_point,
@@ -202,14 +212,28 @@ def generate(
     rows: Callable[[int, int], np.ndarray]  # checked here, once: the writer's thousands of blocks are not checked
     d_model, base_value = spec.d_model, spec.base
     paper = spec == presets.SinusoidSpec(d_model, base_value)
-    if paper:  # the paper's table: its own (identical, leaner) path
+    framework_rows = None
+    if arithmetic == "framework":
+        from ..encodings import framework
+
+        presets.check_rows(spec, seq_len, "float64")  # the positions' domain, checked as an exact table's
+        framework_rows = framework.sinusoid_rows(spec, preset, element)
+    if framework_rows is not None:
+        rows = framework_rows
+    elif paper:  # the paper's table: its own (identical, leaner) path
         rows = paper_rows(d_model, base_value, element)
     else:
         rows = presets.rows_of(spec, seq_len, element.name, quant_scale=element.scale, zero_point=zero_point_arg)
     saturated = check_saturate(saturate, element)
     reach = abs(spec.amplitude)  # |amplitude * sin| and |amplitude * cos| never exceed it
     if not saturated and may_clip(element, -reach, reach):
-        exact = paper_rows(d_model, base_value, _FLOAT64) if paper else presets.rows_of(spec, seq_len, "float64")
+        if framework_rows is not None:
+            exact = framework.sinusoid_rows(spec, preset, _FLOAT64)
+            assert exact is not None
+        elif paper:
+            exact = paper_rows(d_model, base_value, _FLOAT64)
+        else:
+            exact = presets.rows_of(spec, seq_len, "float64")
         refuse_clipping(element, {"pe": RowSource((seq_len, d_model), np.float64, exact)})
     array: Array = RowSource((seq_len, d_model), element.storage, rows)
     if not lazy:
@@ -230,6 +254,8 @@ def generate(
     params.update(quantisation)
     if saturated:
         params["saturate"] = True
+    if arithmetic != "exact":
+        params["arithmetic"] = arithmetic
     return Table("sinusoidal", {"pe": array}, params)
 
 
@@ -241,7 +267,8 @@ def _sinusoidal_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
     """A file records the layout always and every other value only where it differs from the paper's table, so
     with ``preset`` and ``layout`` both recorded an absent value means the paper's (and no padding row); without
     ``layout`` (parameters given by hand) the preset's values apply, as ``posenc generate --preset`` gives them."""
-    args: dict[str, Any] = {k: p[k] for k in ("seq_len", "d_model", "base", "preset", "padding_idx") if k in p}
+    keys = ("seq_len", "d_model", "base", "preset", "padding_idx", "arithmetic")
+    args: dict[str, Any] = {k: p[k] for k in keys if k in p}
     args.update({k: p[k] for k in ELEMENT_KEYS if k in p})
     record = "preset" in p and "layout" in p
     for key, paper in _PAPER.items():
@@ -298,7 +325,7 @@ RECORDED: dict[str, ValueType] = {
     "seq_len": SEQ_LEN, "d_model": D_MODEL, "base": BASE, **QUANTISATION, "preset": TEXT,
     "layout": TEXT, "freq": TEXT, "freq_shift": FREQ_SHIFT, "min_timescale": MIN_TIMESCALE,
     "odd": TEXT, "start": START, "step": STEP, "padding_idx": PADDING_ROW,
-    "amplitude": AMPLITUDE,
+    "amplitude": AMPLITUDE, "arithmetic": TEXT,
 }
 
 # fmt: on
