@@ -73,7 +73,7 @@ import numpy as np
 
 from ..dtypes import ElementType
 from . import float32 as f
-from .presets import SinusoidSpec, _frequencies, columns
+from .presets import SinusoidSpec, columns, frequency_law
 
 __all__ = ["RECIPES", "alibi_arrays", "frequencies", "recipe", "sinusoid_rows", "to_element"]
 
@@ -113,7 +113,7 @@ def frequencies(spec: SinusoidSpec, preset: str | None) -> np.ndarray:
     cols = columns(spec)
     n = max((c[0] for c in cols if c is not None), default=-1) + 1
     k = np.arange(n, dtype=np.float32)
-    denom, base, mult = _frequencies(spec)
+    denom, base, mult = frequency_law(spec)
     if kind == "tutorial":
         return f.exp(k * 2 * f.f32(-math.log(spec.base) / float(2 * denom)))
     if kind == "transformer-xl":

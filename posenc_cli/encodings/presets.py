@@ -53,7 +53,7 @@ from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings.sinusoid import MAX_POSITION, check_base, count, prepare_rows, show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
-__all__ = ["LAYOUTS", "ODD", "PRESETS", "Preset", "SinusoidSpec", "preset_rows", "resolve"]
+__all__ = ["LAYOUTS", "ODD", "PRESETS", "Preset", "SinusoidSpec", "frequency_law", "preset_rows", "resolve"]
 
 LAYOUTS = ("interleaved", "sin-cos", "cos-sin")
 ODD = ("natural", "zero", "error")
@@ -247,7 +247,7 @@ def resolve(
             param="d_model",
         )
     try:
-        _frequencies(spec)  # checks the denominator
+        frequency_law(spec)  # checks the denominator
     except SpecError as exc:
         if freq_shift is None and min_timescale is None and exc.param == "freq_shift":  # the width is the culprit
             shift = spec.freq_shift
@@ -261,7 +261,7 @@ def resolve(
     return spec
 
 
-def _frequencies(spec: SinusoidSpec) -> tuple[Fraction, float, float | None]:
+def frequency_law(spec: SinusoidSpec) -> tuple[Fraction, float, float | None]:
     """``(denom, base, multiplier)`` of the engine for ``spec``."""
     d = spec.d_model - 1 if spec.d_model % 2 and spec.odd == "zero" else spec.d_model
     h = spec.d_model // 2
@@ -325,7 +325,7 @@ def rows_of(
     """``rows(lo, hi)``: blocks of rows ``0 .. stop_row - 1`` of ``spec``'s table, each bit-identical to
     :func:`preset_rows` of the same rows, with every parameter checked once, here (:class:`SpecError` naming the
     table's own parameter: ``seq_len``, ``step``, ``amplitude``, ``min_timescale``), and never again per block."""
-    denom, base, mult = _frequencies(spec)
+    denom, base, mult = frequency_law(spec)
     cols = columns(spec)
     ks = [c[0] for c in cols if c is not None]
     mults = None if mult is None or not ks else [mult] * (max(ks) + 1)
@@ -357,7 +357,7 @@ def preset_rows(
 ) -> np.ndarray:
     """Rows ``first_row .. stop_row - 1`` of ``spec``'s table in the output type's storage, every entry correctly
     rounded (a block is bit-identical to the same rows of a larger block)."""
-    denom, base, mult = _frequencies(spec)
+    denom, base, mult = frequency_law(spec)
     cols = columns(spec)
     ks = [c[0] for c in cols if c is not None]
     mults = None if mult is None or not ks else [mult] * (max(ks) + 1)
