@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from posenc_cli import api
+from posenc_cli.errors import SpecError
 
 HERE = Path(__file__).parent / "goldens" / "rope_config"
 GOLDENS = json.loads((HERE / "manifest.json").read_text())["goldens"]
@@ -106,3 +107,57 @@ def test_at_far_positions_framework_is_nearer_transformers_than_exact(name):
     near = np.abs(np.asarray(framework(entry).arrays["cos"], np.float64) - want["cos"]).max()
     far = np.abs(np.asarray(exact.arrays["cos"], np.float64) - want["cos"]).max()
     assert near < far / 4, (near, far)
+
+
+# --------------------------------------------------------------------------------- --arithmetic ggml (llama.cpp)
+GGML = Path(__file__).parent / "goldens" / "ggml"
+GGML_GOLDENS = json.loads((GGML / "manifest.json").read_text())["goldens"]
+GGML_GOLDENS = GGML_GOLDENS if isinstance(GGML_GOLDENS, list) else list(GGML_GOLDENS.values())
+
+
+def ggml_keywords(params: dict) -> dict:
+    """posenc's rope keywords for ggml's rope parameters as llama.cpp passes them (none, linear, yarn)."""
+    out: dict = {"head_dim": params["n_dims"], "theta": params["freq_base"]}
+    if params["ext_factor"]:
+        out.update(scaling="yarn", factor=1 / params["freq_scale"], original_max_positions=params["n_ctx_orig"],
+                   beta_fast=params["beta_fast"], beta_slow=params["beta_slow"])  # fmt: skip
+    elif params["freq_scale"] != 1:
+        out.update(scaling="linear", factor=1 / params["freq_scale"])
+    return out
+
+
+@pytest.mark.parametrize("entry", [e for e in GGML_GOLDENS if e["freq_factors"] is None], ids=lambda e: e["file"])
+def test_arithmetic_ggml_gives_ggmls_own_caches(entry, tmp_path):
+    """``posenc rope --arithmetic ggml`` against ggml's own rope run on the CPU (tests/goldens/ggml): every entry
+    within 2 ulps, at least 98% bit-identical (glibc's sinf/cosf, within an ulp, are the rest); NORMAL mode is the
+    interleaved layout, NEOX the half one."""
+    with np.load(GGML / entry["file"], allow_pickle=False) as z:
+        want = {key: z[key] for key in z.files}
+    positions = want["positions"].astype(np.int64)
+    np.save(tmp_path / "ids.npy", positions)
+    layout = "interleaved" if entry["mode"] == "normal" else "half"
+    table = api.rope(position_ids=tmp_path / "ids.npy", layout=layout, arithmetic="ggml",
+                     **ggml_keywords(entry["params"]))  # fmt: skip
+    assert table.params["arithmetic"] == "ggml"
+    h = entry["params"]["n_dims"] // 2
+    for part in ("cos", "sin"):
+        got = np.asarray(table.arrays[part])
+        pairs = got[:, 0::2] if layout == "interleaved" else got[:, :h]  # one column per pair
+        apart = ulps(pairs, want[part])
+        assert apart.max() <= 2, (part, int(apart.max()))
+        assert (apart == 0).mean() >= 0.98, (part, float((apart == 0).mean()))
+
+
+@pytest.mark.parametrize(
+    ("kw", "param"),
+    [
+        ({"scaling": "llama3", "factor": 8.0, "original_max_positions": 64}, "arithmetic"),
+        ({"scaling": "yarn", "factor": 4.0, "original_max_positions": 64, "mscale": 1.0}, "mscale"),
+        ({"scaling": "yarn", "factor": 4.0, "original_max_positions": 64, "attention_scaling": False},
+         "attention_scaling"),
+    ],
+)  # fmt: skip
+def test_arithmetic_ggml_refuses_what_it_does_not_make(kw, param):
+    with pytest.raises(SpecError) as info:
+        api.rope(8, 16, arithmetic="ggml", **kw)
+    assert info.value.param == param

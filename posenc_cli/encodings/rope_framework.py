@@ -47,11 +47,13 @@ import math
 
 import numpy as np
 
+from ..errors import SpecError
 from . import float32 as f32ops
+from . import ggml_rope
 from .float32 import f32
 from .rope import RopeSpec, frequencies
 
-__all__ = ["angles", "cache_rows", "inv_freq"]
+__all__ = ["angles", "cache_rows", "check_ggml", "ggml_cache_rows", "ggml_inv_freq", "inv_freq"]
 
 
 def _exponents(dim: int, count: int | None = None) -> np.ndarray:
@@ -148,3 +150,65 @@ def cache_rows(
     if spec.fold_scaling:
         values = (values * f32(spec.attention_scaling)).astype(np.float32)
     return values
+
+
+# ------------------------------------------------------------------------------------- llama.cpp's ggml (CPU)
+#: The scalings ``arithmetic="ggml"`` makes: llama.cpp passes plain, linear (``freq_scale = 1 / factor``) and YaRN
+#: (``ext_factor = 1``) to ggml's rope as these parameters alone; llama3 and LongRoPE need the model's GGUF
+#: ``rope_freqs`` factors, which posenc does not yet compute as llama.cpp's converter does.
+GGML_SCALINGS = ("none", "linear", "yarn")
+
+
+def check_ggml(spec: RopeSpec) -> None:
+    """Refuse, naming the parameter, what ``arithmetic="ggml"`` does not make (:data:`GGML_SCALINGS`; YaRN with
+    DeepSeek's mscale or a given attention factor, YaRN without truncation; YaRN's scaling left out of cos/sin)."""
+    if spec.scaling not in GGML_SCALINGS:
+        raise SpecError(
+            f"arithmetic ggml makes scaling {', '.join(GGML_SCALINGS)}, not {spec.scaling} (use framework or exact)",
+            param="arithmetic",
+        )
+    if spec.scaling == "yarn":
+        for key in ("mscale", "mscale_all_dim", "attention_factor"):
+            if key in spec.given:
+                raise SpecError(f"arithmetic ggml makes YaRN without {key} (ggml's kernel sets the scaling)",
+                                param=key)  # fmt: skip
+        if spec.given.get("truncate") is False:
+            raise SpecError("arithmetic ggml makes YaRN with a truncated correction range only", param="truncate")
+        if not spec.fold_scaling:
+            raise SpecError(
+                "arithmetic ggml folds YaRN's attention scaling into cos/sin, as ggml's kernel does: drop "
+                "--no-attention-scaling",
+                param="attention_scaling",
+            )
+
+
+def _ggml_settings(spec: RopeSpec) -> dict[str, object]:
+    factor = _num(spec, "factor", 1.0) if spec.scaling == "linear" else spec.yarn_factor or 1.0
+    settings: dict[str, object] = {"n_dims": spec.head_dim, "freq_base": spec.theta}
+    if spec.scaling in ("linear", "yarn"):
+        settings["freq_scale"] = 1.0 / factor
+    if spec.scaling == "yarn":
+        settings.update(
+            ext_factor=1.0, beta_fast=_num(spec, "beta_fast", 32.0), beta_slow=_num(spec, "beta_slow", 1.0),
+            n_ctx_orig=int(_num(spec, "original_max_positions", 0.0)),
+        )  # fmt: skip
+    return settings
+
+
+def ggml_cache_rows(
+    spec: RopeSpec, part: str, first_row: int, stop_row: int, positions: np.ndarray | None = None
+) -> np.ndarray:
+    """The float32 ``cos`` or ``sin`` cache as ggml's CPU rope computes it (:mod:`posenc_cli.encodings.ggml_rope`),
+    columns in the layout's order (pair ``i`` of ggml is frequency ``k = i``)."""
+    at = np.arange(first_row, stop_row, dtype=np.int64) if positions is None else positions
+    cos, sin = ggml_rope.caches(at, **_ggml_settings(spec))  # type: ignore[arg-type]
+    values: np.ndarray = (cos if part == "cos" else sin)[:, frequencies(spec)]
+    return values
+
+
+def ggml_inv_freq(spec: RopeSpec) -> np.ndarray:
+    """ggml holds no ``inv_freq``: its angle at position 1 for each pair (the running product of ``theta_scale``,
+    times ``freq_scale`` and YaRN's blend), the rate a cache built from this array would rotate by."""
+    settings = {k: v for k, v in _ggml_settings(spec).items()}
+    out: np.ndarray = ggml_rope.angles(np.array([1]), **settings)[0]  # type: ignore[arg-type]
+    return out.astype(np.float32)

@@ -155,31 +155,34 @@ def _framework_arrays(
     shape: tuple[int, int],
     element: ElementType,
     lazy: bool,
+    ggml: bool = False,
 ) -> dict[str, Array]:
     """:func:`_arrays` with ``arithmetic="framework"``: transformers' float32 tables
-    (:mod:`posenc_cli.encodings.rope_framework`), then rounded to ``element``'s type."""
+    (:mod:`posenc_cli.encodings.rope_framework`), or ggml's (``ggml``), then rounded to ``element``'s type."""
+    cache_rows = rope_framework.ggml_cache_rows if ggml else rope_framework.cache_rows
+    inv_freq = rope_framework.ggml_inv_freq if ggml else rope_framework.inv_freq
     arrays: dict[str, Array] = {}
     for suffix, each in caches.items():
         for part in ("cos", "sin"):
             if ids is None:
 
                 def rows(lo: int, hi: int, spec: rope_encoding.RopeSpec = each, part: str = part) -> np.ndarray:
-                    return _in_type(rope_framework.cache_rows(spec, part, lo, hi), element)
+                    return _in_type(cache_rows(spec, part, lo, hi), element)
 
                 source = RowSource(shape, element.storage, rows)
                 arrays[part + suffix] = source if lazy else np.asarray(source)
             elif axis is None:
-                arrays[part + suffix] = _in_type(rope_framework.cache_rows(each, part, 0, 0, ids), element)
+                arrays[part + suffix] = _in_type(cache_rows(each, part, 0, 0, ids), element)
             else:
                 by_column = axis[rope_encoding.frequencies(each)]
                 out = np.empty(shape, element.storage)
                 for a in range(3):
                     take = by_column == a
                     if take.any():
-                        at = rope_framework.cache_rows(each, part, 0, 0, ids[a])
+                        at = cache_rows(each, part, 0, 0, ids[a])
                         out[:, take] = _in_type(at, element)[:, take]
                 arrays[part + suffix] = out
-        arrays["inv_freq" + suffix] = _in_type(rope_framework.inv_freq(each), element)
+        arrays["inv_freq" + suffix] = _in_type(inv_freq(each), element)
     return arrays
 
 
@@ -302,10 +305,13 @@ def caches(
     saturated = check_saturate(saturate, element)
     if not saturated:
         _refuse_clipping(caches, ids, axis, (seq_len, width), element)
+    if arithmetic == "ggml":
+        for each in caches.values():
+            rope_framework.check_ggml(each)
     arrays = (
-        _framework_arrays(caches, ids, axis, (seq_len, width), element, lazy)
-        if arithmetic == "framework"
-        else _arrays(caches, ids, axis, (seq_len, width), element, lazy)
+        _arrays(caches, ids, axis, (seq_len, width), element, lazy)
+        if arithmetic == "exact"
+        else _framework_arrays(caches, ids, axis, (seq_len, width), element, lazy, arithmetic == "ggml")
     )
     _lost_frequencies(caches, arrays, element)
     params: dict[str, Value] = {**spec.params(), "seq_len": seq_len, "head_dim": head_dim, "dtype": element.name}

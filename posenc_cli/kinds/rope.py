@@ -149,7 +149,7 @@ PARAMS: tuple[Param, ...] = (
     Param("mrope_section", MROPE_SECTION, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
     Param("mrope_interleaved", BOOLEAN, "M-RoPE sections interleaved (Qwen3-VL).", default=False),
     Param("longrope_pair", BOOLEAN, "longrope: write both caches, *_short and *_long.", default=False),
-    arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward"),
+    arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward; ggml: llama.cpp's CPU rope", "ggml"),
 )
 
 
@@ -165,7 +165,8 @@ attention scaling (1 except yarn and longrope; --no-attention-scaling leaves it 
 defines. --arithmetic framework: the float32 table transformers itself computes (float32 inv_freq, the angle
 as one float32 product, cos and sin of it): within about an ulp of transformers' own on any device, where exact
 differs by up to |angle| * 2^-24 (3e-4 at 4k positions). Use framework to match a model's logits or a port
-checked against transformers; exact for the true table.
+checked against transformers; exact for the true table. --arithmetic ggml: the float32 caches llama.cpp's ggml
+computes on the CPU (its running product of powf(theta, -2/d), its YaRN ramp), for none, linear and yarn.
 
 \b
 Examples:
