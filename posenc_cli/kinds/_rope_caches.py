@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -105,6 +105,38 @@ def _at_positions(
     return rows
 
 
+class _Values:
+    """How a cache's values are made in ``element``'s type: by posenc's exact engine (``arithmetic="exact"``), or
+    as a framework's float32 operations make them (``framework``: transformers, ``ggml``: llama.cpp;
+    :mod:`posenc_cli.encodings.rope_framework`), each value then rounded once to the type."""
+
+    def __init__(self, element: ElementType, arithmetic: str) -> None:
+        self.element, self.arithmetic = element, arithmetic
+        self.q = (element.scale, element.zero_point if element.scale is not None else None)
+        ggml = arithmetic == "ggml"
+        self._rows = rope_framework.ggml_cache_rows if ggml else rope_framework.cache_rows
+        self._inv = rope_framework.ggml_inv_freq if ggml else rope_framework.inv_freq
+
+    def rows_of(self, spec: rope_encoding.RopeSpec, part: str) -> Callable[[int, int], np.ndarray]:
+        """``rows(lo, hi)``: rows ``lo .. hi - 1`` of the ``part`` cache."""
+        if self.arithmetic == "exact":
+            q = self.q
+            return rope_encoding.cache_rows_of(spec, part, self.element.name, quant_scale=q[0], zero_point=q[1])
+        return lambda lo, hi: _in_type(self._rows(spec, part, lo, hi), self.element)
+
+    def at(self, spec: rope_encoding.RopeSpec, part: str, ids: np.ndarray) -> np.ndarray:
+        """The ``part`` cache's rows at the positions ``ids`` (1-D)."""
+        if self.arithmetic == "exact":
+            return _at_positions(spec, part, ids, self.element.name, self.q)
+        return _in_type(self._rows(spec, part, 0, 0, ids), self.element)
+
+    def inv_freq(self, spec: rope_encoding.RopeSpec) -> np.ndarray:
+        if self.arithmetic == "exact":
+            q = self.q
+            return rope_encoding.inv_freq(spec, self.element.name, quant_scale=q[0], zero_point=q[1])
+        return _in_type(self._inv(spec), self.element)
+
+
 def _arrays(
     caches: dict[str, rope_encoding.RopeSpec],
     ids: np.ndarray | None,
@@ -112,29 +144,29 @@ def _arrays(
     shape: tuple[int, int],
     element: ElementType,
     lazy: bool,
+    arithmetic: str = "exact",
 ) -> dict[str, Array]:
-    """The caches and ``inv_freq`` of each spec of ``caches`` (by array-name suffix) in ``element``'s type: rows
-    ``0 .. seq_len - 1`` (row sources when ``lazy``), or the rows at position ``ids`` (by M-RoPE section ``axis``
-    of each frequency when given), built whole."""
-    q = (element.scale, element.zero_point if element.scale is not None else None)
+    """The caches and ``inv_freq`` of each spec of ``caches`` (by array-name suffix) in ``element``'s type, in
+    ``arithmetic`` (:class:`_Values`): rows ``0 .. seq_len - 1`` (row sources when ``lazy``), or the rows at
+    position ``ids`` (by M-RoPE section ``axis`` of each frequency when given), built whole."""
+    values = _Values(element, arithmetic)
     arrays: dict[str, Array] = {}
     for suffix, each in caches.items():
         for part in ("cos", "sin"):
             if ids is None:
-                rows = rope_encoding.cache_rows_of(each, part, element.name, quant_scale=q[0], zero_point=q[1])
-                source = RowSource(shape, element.storage, rows)
+                source = RowSource(shape, element.storage, values.rows_of(each, part))
                 arrays[part + suffix] = source if lazy else np.asarray(source)
             elif axis is None:
-                arrays[part + suffix] = _at_positions(each, part, ids, element.name, q)
+                arrays[part + suffix] = values.at(each, part, ids)
             else:
                 by_column = axis[rope_encoding.frequencies(each)]
                 out = np.empty(shape, element.storage)
                 for a in range(3):
                     take = by_column == a
                     if take.any():
-                        out[:, take] = _at_positions(each, part, ids[a], element.name, q)[:, take]
+                        out[:, take] = values.at(each, part, ids[a])[:, take]
                 arrays[part + suffix] = out
-        arrays["inv_freq" + suffix] = rope_encoding.inv_freq(each, element.name, quant_scale=q[0], zero_point=q[1])
+        arrays["inv_freq" + suffix] = values.inv_freq(each)
     return arrays
 
 
@@ -146,44 +178,6 @@ def _in_type(values: np.ndarray, element: ElementType) -> np.ndarray:
     for at in np.argwhere(undecided):
         out[tuple(at)] = element.from_exact(Fraction(float(y[tuple(at)])))
     return out
-
-
-def _framework_arrays(
-    caches: dict[str, rope_encoding.RopeSpec],
-    ids: np.ndarray | None,
-    axis: np.ndarray | None,
-    shape: tuple[int, int],
-    element: ElementType,
-    lazy: bool,
-    ggml: bool = False,
-) -> dict[str, Array]:
-    """:func:`_arrays` with ``arithmetic="framework"``: transformers' float32 tables
-    (:mod:`posenc_cli.encodings.rope_framework`), or ggml's (``ggml``), then rounded to ``element``'s type."""
-    cache_rows = rope_framework.ggml_cache_rows if ggml else rope_framework.cache_rows
-    inv_freq = rope_framework.ggml_inv_freq if ggml else rope_framework.inv_freq
-    arrays: dict[str, Array] = {}
-    for suffix, each in caches.items():
-        for part in ("cos", "sin"):
-            if ids is None:
-
-                def rows(lo: int, hi: int, spec: rope_encoding.RopeSpec = each, part: str = part) -> np.ndarray:
-                    return _in_type(cache_rows(spec, part, lo, hi), element)
-
-                source = RowSource(shape, element.storage, rows)
-                arrays[part + suffix] = source if lazy else np.asarray(source)
-            elif axis is None:
-                arrays[part + suffix] = _in_type(cache_rows(each, part, 0, 0, ids), element)
-            else:
-                by_column = axis[rope_encoding.frequencies(each)]
-                out = np.empty(shape, element.storage)
-                for a in range(3):
-                    take = by_column == a
-                    if take.any():
-                        at = cache_rows(each, part, 0, 0, ids[a])
-                        out[:, take] = _in_type(at, element)[:, take]
-                arrays[part + suffix] = out
-        arrays["inv_freq" + suffix] = _in_type(inv_freq(each), element)
-    return arrays
 
 
 def _refuse_clipping(
@@ -308,11 +302,7 @@ def caches(
     if arithmetic == "ggml":
         for each in caches.values():
             rope_framework.check_ggml(each)
-    arrays = (
-        _arrays(caches, ids, axis, (seq_len, width), element, lazy)
-        if arithmetic == "exact"
-        else _framework_arrays(caches, ids, axis, (seq_len, width), element, lazy, arithmetic == "ggml")
-    )
+    arrays = _arrays(caches, ids, axis, (seq_len, width), element, lazy, arithmetic)
     _lost_frequencies(caches, arrays, element)
     params: dict[str, Value] = {**spec.params(), "seq_len": seq_len, "head_dim": head_dim, "dtype": element.name}
     if rotary_dim is not None and rotary_dim != head_dim:
