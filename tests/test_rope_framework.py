@@ -166,3 +166,11 @@ def test_arithmetic_ggml_refuses_what_it_does_not_make(kw, param):
     with pytest.raises(SpecError) as info:
         api.rope(8, 16, arithmetic="ggml", **kw)
     assert info.value.param == param
+
+
+@pytest.mark.parametrize("value", ["bogus", "", None, 1])
+def test_an_arithmetic_no_mode_names_is_refused_not_recorded(value):
+    """From the API or a hostile record (verify passes a file's parameters to the maker): one line naming it."""
+    with pytest.raises(SpecError) as info:
+        api.rope(8, 8, arithmetic=value)
+    assert info.value.param == "arithmetic"

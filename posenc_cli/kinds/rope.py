@@ -275,6 +275,10 @@ def rope(
     """
     given = dict(locals())  # every keyword as given: each checked by its parameter, and merged over a config's
     check(KIND.inputs, **{p.name: given[p.name] for p in KIND.inputs})
+    modes = next(p.type for p in PARAMS if p.name == "arithmetic")
+    assert isinstance(modes, Choice)
+    if arithmetic not in modes.choices:  # a record or an API call: the command line's Choice never lets one through
+        raise SpecError(f"arithmetic must be {modes.expected}, got {arithmetic!r}", param="arithmetic")
     from ._rope_caches import caches
 
     element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
