@@ -21,6 +21,9 @@ class Candidate:
     comparison: Comparison
     command: str
     manifest: str
+    #: How close the stored table is to each arithmetic's table of these parameters (``exact``, ``framework``,
+    #: ``ggml``: share bit-identical, largest errors), when others were tried (:mod:`._arithmetic`).
+    arithmetics: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def matched(self) -> bool:
@@ -38,6 +41,7 @@ class Candidate:
             "equivalent_presets": list(h.equivalent),
             "params": params,
             **self.comparison.summary(),
+            "arithmetics": self.arithmetics,
         }
 
 

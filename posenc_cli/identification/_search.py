@@ -40,6 +40,7 @@ import numpy as np
 from ..dtypes import decode
 from ..errors import SpecError
 from ..table import RowSource
+from ._arithmetic import MADE_COST, closeness, nearly, phrase, variants
 from ._compare import ROUNDED_ONCE, Comparison, compare
 from ._hypothesis import Hypothesis
 from ._readoff import resolution
@@ -166,7 +167,7 @@ def search(stored: np.ndarray, key: str | None, work: Work) -> TensorResult:
             if candidate is None:
                 continue
             if candidate.matched:
-                return TensorResult(key, shape, dtype, candidate)
+                return TensorResult(key, shape, dtype, state.arithmetic(candidate))
             evaluated.append(candidate)
     except Spent as spent:
         stopped = spent.why
@@ -182,7 +183,7 @@ def search(stored: np.ndarray, key: str | None, work: Work) -> TensorResult:
         except Spent:
             break
         if whole is not None and whole.matched:  # (the whole table's rules are stricter than the sample's)
-            return TensorResult(key, shape, dtype, whole)
+            return TensorResult(key, shape, dtype, state.arithmetic(whole))
         if whole is not None:
             evaluated[i] = whole
     evaluated.sort(key=_nearness)
@@ -316,6 +317,57 @@ class _Search:
             work.pay(2 * size)
             comparison = compare(stored, exact, angle=angle, amplitude=amplitude, rounded=rounded, narrow=narrow)
         return _candidate(hypothesis, comparison)
+
+    def arithmetic(self, match: Candidate) -> Candidate:
+        """``match`` (an exact hypothesis within float32 rounding of a float32 table) named with the framework
+        arithmetic whose table the stored one nearly is (:mod:`._arithmetic`), or as it is. Each framework table
+        costs a step, :data:`~._arithmetic.MADE_COST` entries of work per entry made and one per entry compared;
+        one the budget cannot pay is not made (the match stays exact)."""
+        stored, exact = self.table, match.comparison
+        if (
+            stored.dtype != np.float32
+            or self.narrow is not None
+            or exact.agreement != f"within {stored.dtype.name} rounding"
+        ):
+            return match
+        size = stored.size
+        tried: list[tuple[Hypothesis, Comparison]] = []
+        for hypothesis in variants(match.hypothesis):
+            try:
+                self._step(hypothesis, (MADE_COST + 1) * size)
+            except Spent:
+                break
+            try:
+                made = np.asarray(_make(hypothesis, stored.dtype.name, lazy=False))
+            except SpecError:  # an arithmetic the parameters refuse (ggml: llama3, LongRoPE)
+                continue
+            self.work.pay(MADE_COST * made.size)
+            table = _reshaped(made, stored.shape)
+            if table is None:
+                continue
+            self.work.pay(size)
+            angle, amplitude = hypothesis.angle, hypothesis.amplitude
+            tried.append(
+                (hypothesis, compare(stored, table.astype(np.float64), angle=angle, amplitude=amplitude, rounded=table))
+            )
+        if not tried:
+            return match
+        best, comparison = max(tried, key=lambda pair: pair[1].identical)
+        name = str(best.values["arithmetic"])
+        report = {"exact": closeness(exact)}
+        for hypothesis, other in tried:  # the closest table of each arithmetic
+            mode = str(hypothesis.values["arithmetic"])
+            if mode not in report or other.identical > report[mode]["bit_identical_share"]:
+                report[mode] = closeness(other)
+        if not nearly(comparison, exact):
+            return dataclasses.replace(match, arithmetics=report)
+        said = f"{phrase(name, comparison)} (docs/identify.md); {phrase('exact', exact)}"
+        # the rule that matched is nearly()'s: entries a unit or more off are the platform's, not departures
+        comparison = dataclasses.replace(comparison, agreement=said, matched=True, departures=0, rows=(), columns=())
+        ties = (h.preset for h, c in tried if c.identical == comparison.identical and h.values["arithmetic"] == name)
+        best = dataclasses.replace(best, equivalent=tuple(p for p in dict.fromkeys(ties) if p and p != best.preset))
+        named = _candidate(best, comparison)
+        return dataclasses.replace(named, arithmetics=report)
 
 
 def _narrow(stored: np.ndarray, values: np.ndarray) -> str | None:
