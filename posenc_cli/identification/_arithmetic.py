@@ -64,7 +64,10 @@ def variants(hypothesis: Hypothesis) -> Iterator[Hypothesis]:
                 theta = float(values["theta"])
                 for rounded in nice_numbers(theta, 1e-5)[:1]:
                     if rounded != theta:
-                        yield dataclasses.replace(found, values={**values, "theta": rounded})
+                        plain = {k: v for k, v in values.items() if k != "theta" or rounded != 10000.0}
+                        yield dataclasses.replace(
+                            found, values={**plain, **({"theta": rounded} if rounded != 10000.0 else {})}
+                        )
             yield found
 
 
