@@ -289,6 +289,76 @@ def test_cli_config_flags_override_and_the_table_records_the_fields(tmp_path):
     one_line(run("rope", "--config", tmp_path, "-n", 4, "-o", tmp_path / "x.h"), 2, "config.json", "does not exist")
 
 
+def rope_definition(n: int, dim: int, theta: float, layout: str) -> np.ndarray:
+    """cos of RoPE's angles ``p * theta ** (-2k / dim)`` in float64, column ``j`` taking frequency ``k``:
+    ``j % (dim/2)`` (half), ``j // 2`` (interleaved) or ``j`` (half-width, one column per frequency)."""
+    inv = theta ** (-np.arange(0, dim, 2) / dim)
+    k = {"half": np.arange(dim) % (dim // 2), "interleaved": np.arange(dim) // 2, "half-width": np.arange(dim // 2)}
+    return np.cos(np.arange(n)[:, None] * inv[k[layout]][None, :])
+
+
+COHERE = {"model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64, "rope_theta": 8000000.0,
+          "max_position_embeddings": 8192}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model_type", "layout"),
+    [("cohere", "interleaved"), ("cohere2", "interleaved"), ("glm", "interleaved"), ("glm4", "interleaved"),
+     ("gpt_oss", "half-width"), ("llama4_text", "half-width"), ("deepseek_v2", "half-width"),
+     ("glm4_moe", None), ("deepseek_v3", None), ("llama", None)],
+)  # fmt: skip
+def test_the_layout_follows_the_model_type_as_its_modeling_file_builds_the_cache(tmp_path, model_type, layout):
+    """Cohere's rotary class repeat_interleaves; GLM/GLM-4's apply_rotary_pos_emb interleaves the first half of
+    its cache (GLM-4.5's glm4_moe does not); gpt-oss returns (seq, dim/2); Llama 4 and DeepSeek-V2 return complex
+    freqs_cis, one value per frequency; every other type is rotate_half's half layout (no setting)."""
+    doc = {**COHERE, "model_type": model_type}
+    got = rope_settings(write(tmp_path, "m", doc))
+    assert got.settings.get("layout") == layout
+    assert ("model_type" in got.fields) == (layout is not None)
+    nested = rope_settings(write(tmp_path, "v", {"model_type": "llama4", "text_config": doc}))
+    assert nested.settings.get("layout") == layout  # a multimodal config's text_config names its own type
+
+
+def test_a_layout_given_overrides_the_model_types(tmp_path):
+    folder = write(tmp_path, "cohere", COHERE)
+    theirs, ours = tmp_path / "c.npz", tmp_path / "h.npz"
+    assert run("rope", "--config", folder, "-n", 16, "-o", theirs).exit_code == 0
+    assert run("rope", "--config", folder, "-n", 16, "--layout", "half", "-o", ours).exit_code == 0
+    for out, layout in ((theirs, "interleaved"), (ours, "half")):
+        table = api.load(out)
+        assert table.params["layout"] == layout
+        assert np.abs(table.arrays["cos"] - rope_definition(16, 128, 8e6, layout)).max() < 1e-7
+        assert run("verify", out).exit_code == 0  # the layout is recorded: regenerated without the config
+    assert api.rope(4, config=folder, layout="half-width").arrays["cos"].shape == (4, 64)
+
+
+#: Falcon-7b's config.json as published: no RoPE field at all.
+FALCON = {"model_type": "falcon", "alibi": False, "hidden_size": 4544, "num_attention_heads": 71,
+          "multi_query": True, "new_decoder_architecture": False, "parallel_attn": True}  # fmt: skip
+
+
+def test_a_config_without_rope_fields_takes_its_model_classs_defaults(tmp_path):
+    """FalconConfig: rope_theta 10000 (transformers' RoPE default), max_position_embeddings 2048, head_dim
+    hidden_size // num_attention_heads."""
+    folder = write(tmp_path, "falcon", FALCON)
+    got = rope_settings(folder)
+    assert (got.settings["theta"], got.settings["head_dim"], got.seq_len) == (10000.0, 64, 2048)
+    assert "falcon default rope_theta" in got.fields and "falcon default max_position_embeddings" in got.fields
+    table = api.rope(config=folder)
+    assert table.arrays["cos"].shape == (2048, 64)
+    assert np.abs(table.arrays["cos"] - rope_definition(2048, 64, 1e4, "half")).max() < 1e-7
+
+
+@pytest.mark.parametrize(("alibi", "fragment"), [(True, "alibi is true"), ("yes", "alibi must be")])
+def test_a_falcon_config_with_alibi_has_no_rope_and_is_refused(tmp_path, alibi, fragment):
+    folder = write(tmp_path, "falcon", {**FALCON, "alibi": alibi})
+    with pytest.raises(SpecError, match=fragment) as info:
+        rope_settings(folder)
+    assert info.value.param == "config"
+    one_line(run("rope", "--config", folder, "-n", 4, "-o", tmp_path / "x.npz"), 2, "--config", "alibi")
+    assert not (tmp_path / "x.npz").exists()
+
+
 def test_the_default_length_is_the_configs_max_position_embeddings(tmp_path):
     doc = {"model_type": "gpt_neox", "hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.5,
            "rotary_emb_base": 10000, "max_position_embeddings": 40}  # fmt: skip

@@ -18,13 +18,36 @@ from posenc_cli import api
 
 HERE = Path(__file__).parent / "goldens" / "rope_config"
 GOLDENS = json.loads((HERE / "manifest.json").read_text())["goldens"]
-#: DeepSeek-V2's rotary class returns complex freqs_cis, one value per frequency: posenc's half-width caches.
-LAYOUT = {"deepseek-v2-lite": "half-width"}
 
 
 def arrays(entry: dict) -> dict[str, np.ndarray]:
     with np.load(HERE / entry["file"], allow_pickle=False) as z:
         return {key: z[key] for key in z.files}
+
+
+def posenc(entry: dict, **extra) -> tuple[dict, dict[str, np.ndarray]]:
+    """posenc's parameters and caches for a golden, from its config alone (the layout included): at the golden's
+    position ids, or, for rows kept of one call over ``0 .. count - 1`` (dynamic NTK, evaluated at the call's
+    length), those rows of posenc's table of ``count`` rows."""
+    config, ids = HERE / "configs" / entry["config"], arrays(entry)["position_ids"]
+    positions = entry["params"].get("positions", {})
+    if positions.get("kind") != "rows of one call":
+        table = api.rope(config=config, layer_type=entry["layer_type"], position_ids=ids, **extra)
+        return table.params, {key: np.asarray(value) for key, value in table.arrays.items()}
+    assert positions["evaluated"]["start"] == 0
+    table = api.rope(positions["evaluated"]["count"], config=config, layer_type=entry["layer_type"], **extra)
+    return table.params, {k: np.asarray(v) if k == "inv_freq" else np.asarray(v)[ids] for k, v in table.arrays.items()}
+
+
+def column_frequency(want: dict[str, np.ndarray]) -> np.ndarray:
+    """The ``inv_freq`` index of each column of a golden's cache, read off the golden: one column per frequency
+    (half-width), each frequency twice side by side (interleaved), or the frequencies repeated (half)."""
+    h, width = len(want["inv_freq"]), want["cos"].shape[1]
+    if width == h:
+        return np.arange(h)
+    if np.array_equal(want["cos"][:, 0::2], want["cos"][:, 1::2]):
+        return np.arange(width) // 2
+    return np.arange(width) % h
 
 
 def test_every_model_the_issue_names_has_goldens():
@@ -44,19 +67,18 @@ READ = {name: e for name, e in GOLDENS.items() if e.get("posenc_reads", True)}
 def test_the_config_gives_hfs_caches(entry):
     want = arrays(entry)
     ids = want["position_ids"]
-    table = api.rope(config=HERE / "configs" / entry["config"], layer_type=entry["layer_type"], position_ids=ids,
-                     layout=LAYOUT.get(entry["config"], "half"))  # fmt: skip
+    params, got_arrays = posenc(entry)
     scaling = float(want["attention_scaling"].reshape(-1)[0])
-    assert table.params["attention_scaling"] == pytest.approx(scaling, rel=1e-6)
-    inv = table.arrays["inv_freq"].astype(np.float64)
+    assert params["attention_scaling"] == pytest.approx(scaling, rel=1e-6)
+    inv = got_arrays["inv_freq"].astype(np.float64)
     assert inv.shape == want["inv_freq"].shape
     assert np.allclose(inv, want["inv_freq"], rtol=2.0**-21, atol=0)
     rows = ids if ids.ndim == 2 else np.broadcast_to(ids, (3, len(ids)))
     top = np.abs(rows).max(axis=0).astype(np.float64)  # the largest position any axis of a row reads
-    angle = top[:, None] * np.concatenate([inv, inv])[: want["cos"].shape[1]][None, :]
+    angle = top[:, None] * want["inv_freq"].astype(np.float64)[column_frequency(want)][None, :]
     bound = 2.0**-21 * (1 + np.abs(angle)) * max(1.0, scaling)
     for part in ("cos", "sin"):
-        got = table.arrays[part].astype(np.float64)
+        got = got_arrays[part].astype(np.float64)
         assert got.shape == want[part].shape, part
         assert (np.abs(got - want[part]) <= bound).all(), (part, float(np.abs(got - want[part]).max()))
 

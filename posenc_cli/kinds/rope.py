@@ -120,8 +120,8 @@ PARAMS: tuple[Param, ...] = (
     Param(
         "layout",
         Choice(ROPE_LAYOUTS),
-        "half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.",
-        default="half",
+        "half: HF/GPT-NeoX rotate_half; interleaved: GPT-J, llama.cpp normal mode.  [default: half, or the "
+        "config's model type's]",
     ),
     Param("scaling", Choice(ROPE_SCALINGS), "HF rope_type.  [default: none, or the config's]"),
     Param("factor", FACTOR, "Scaling factor (linear, dynamic, yarn, llama3, longrope, proportional)."),
@@ -184,7 +184,9 @@ _MODE_FIELDS = (
 )  # fmt: skip
 
 #: The settings a config gives (each overridden by a keyword given): the scaling mode's and these.
-_SETTINGS = ("head_dim", "theta", "scaling", "rotary_dim", *_MODE_FIELDS, "mrope_section", "mrope_interleaved")
+_SETTINGS = (
+    "head_dim", "theta", "layout", "scaling", "rotary_dim", *_MODE_FIELDS, "mrope_section", "mrope_interleaved",
+)  # fmt: skip
 
 
 def rope(
@@ -194,7 +196,7 @@ def rope(
     config: PathLike | None = None,
     layer_type: str | None = None,
     theta: float | None = None,
-    layout: str = "half",
+    layout: str | None = None,
     scaling: str | None = None,
     attention_scaling: bool = True,
     rotary_dim: int | None = None,
@@ -302,9 +304,10 @@ def rope(
     elif layer_type is not None:
         raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
     settings["mrope_interleaved"] = bool(settings["mrope_interleaved"])
+    settings["layout"] = settings["layout"] or "half"  # a keyword, else the config's model type's, else half
     with _named_config(config, configured):
         return caches(
-            seq_len, layout=layout, attention_scaling=attention_scaling, position_ids=position_ids,
+            seq_len, attention_scaling=attention_scaling, position_ids=position_ids,
             longrope_pair=longrope_pair, element=element, lazy=lazy, from_config=from_config, layer_type=layer_type,
             saturate=saturate, arithmetic=arithmetic, work_per_value=KIND.work_per_value, **settings,
         )  # fmt: skip

@@ -16,7 +16,18 @@
   then ``max_position_embeddings``; ``max_position_embeddings`` is dynamic's and longrope's ``max_positions`` and the
   default ``seq_len``;
 - a multimodal config's ``text_config`` holds the language model's fields; an ``mrope_section`` is Qwen2-VL's
-  M-RoPE, interleaved with ``mrope_interleaved`` or for Qwen3-VL (whose rotary class always interleaves).
+  M-RoPE, interleaved with ``mrope_interleaved`` or for Qwen3-VL (whose rotary class always interleaves);
+- the ``layout`` is the cache the model multiplies ``q`` and ``k`` by, as its modeling file builds it, decided by
+  ``model_type`` (:data:`LAYOUTS`; ``half`` for every other type): ``interleaved`` for Cohere (``cohere``,
+  ``cohere2``, ``cohere2_moe``: the rotary class's ``repeat_interleave(freqs, 2)``) and GLM/GLM-4 (``glm``,
+  ``glm4``: the rotary class returns ``cat(freqs, freqs)``, but ``apply_rotary_pos_emb`` takes its first half
+  ``repeat_interleave``-d, so the interleaved cache is what the model uses; GLM-4.5's ``glm4_moe`` keeps the
+  ``rotate_half`` cache, ``half``); ``half-width`` for gpt-oss (``gpt_oss``: forward returns ``(seq, dim/2)``),
+  Llama 4 (``llama4``, ``llama4_text``) and DeepSeek-V2 (``deepseek_v2``), whose complex ``freqs_cis`` holds one
+  value per frequency (cos its real part, sin its imaginary part; DeepSeek-V3's class returns the ``half`` cache);
+- a config without RoPE fields takes its model class's defaults (:data:`_CLASS_DEFAULTS`: Falcon's
+  ``FalconConfig``, theta 10000 and 2048 positions; Gemma 3's text config); a Falcon config with ``"alibi": true``
+  has no RoPE (``FalconConfig.rotary`` is ``not alibi``) and is refused, naming ``posenc alibi``.
 
 The file is untrusted: at most :data:`~posenc_cli.formats.limits.MAX_METADATA` bytes of strict JSON
 (:func:`~posenc_cli.formats.limits.read_json`: no NaN or Infinity, no duplicate keys, nesting limited), a regular
@@ -45,7 +56,7 @@ from ..ranges import Range
 from ..read import PathLike, existing
 from ..system.files import open_regular
 
-__all__ = ["CONFIG", "KNOWN_TYPES", "RopeConfig", "config_file", "rope_settings"]
+__all__ = ["CONFIG", "KNOWN_TYPES", "LAYOUTS", "RopeConfig", "config_file", "rope_settings"]
 
 #: Fields of a model's config.json that are no parameter of posenc's but take a range of their own.
 PARTIAL_ROTARY_FACTOR = NUMBER.within(
@@ -76,11 +87,19 @@ _KEYS = {
 }  # fmt: skip
 LAYER_TYPES = ("full_attention", "sliding_attention")
 #: The defaults of model config classes that published configs rely on (Gemma-3-4b-it's ``text_config`` gives no
-#: theta, head_dim or length: ``Gemma3TextConfig``'s defaults apply).
+#: theta, head_dim or length: ``Gemma3TextConfig``'s defaults apply; Falcon-7b's config has no RoPE field at all:
+#: ``FalconConfig``'s ``max_position_embeddings`` and the RoPE mixin's default theta apply).
 _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": {
         "head_dim": 256, "rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0, "max_position_embeddings": 131072,
     },
+    "falcon": {"rope_theta": 10_000.0, "max_position_embeddings": 2048},
+}  # fmt: skip
+#: The cache layout of the model types whose modeling file does not use the ``half`` one (module docstring).
+LAYOUTS = {
+    "cohere": "interleaved", "cohere2": "interleaved", "cohere2_moe": "interleaved", "glm": "interleaved",
+    "glm4": "interleaved", "gpt_oss": "half-width", "llama4": "half-width", "llama4_text": "half-width",
+    "deepseek_v2": "half-width",
 }  # fmt: skip
 
 
@@ -157,6 +176,12 @@ def rope_settings(path: PathLike, *, typed_as: Mapping[str, ValueType], layer_ty
         c, prefix = doc["text_config"], "text_config."
 
     model_type = c.get("model_type", doc.get("model_type"))
+    type_field = prefix + "model_type" if "model_type" in c else "model_type"
+    if c.get("alibi") is not None and _checked(c["alibi"], prefix + "alibi", BOOLEAN):  # FalconConfig.rotary
+        raise SpecError(
+            "the config's alibi is true: the model adds ALiBi biases and has no RoPE (posenc alibi makes them)",
+            param="config",
+        )
     defaults = _CLASS_DEFAULTS.get(model_type, {}) if isinstance(model_type, str) else {}
 
     def take(key: str, where: dict[str, Any] | None = None, name: str | None = None) -> Any:
@@ -220,6 +245,9 @@ def rope_settings(path: PathLike, *, typed_as: Mapping[str, ValueType], layer_ty
             param="config",
         )
     settings: dict[str, Any] = {"scaling": scaling}
+    if isinstance(model_type, str) and model_type in LAYOUTS:
+        fields.append(type_field)
+        settings["layout"] = LAYOUTS[model_type]
     if theta is not None:
         settings["theta"] = _checked(theta, field("rope_theta"), typed_as["theta"])
     head_dim = None

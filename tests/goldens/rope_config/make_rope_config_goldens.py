@@ -416,27 +416,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 
-#: Goldens that posenc (at the time they were made) cannot reproduce from the config alone, with the reason and the
-#: exact failure of tests/test_rope_config_goldens.py; the suite leaves out goldens whose "posenc_reads" is false.
-#: Keyed by config name (every golden of it) or golden name.
-POSENC_NOT_READ: dict[str, str] = {
-    "falcon-7b": "posenc refuses a config with no RoPE field (SpecError: the config has no RoPE fields "
-    "(rope_parameters, rope_scaling, rope_theta, rotary_emb_base)); transformers takes FalconConfig's defaults "
-    "(rope_theta 10000) for model_type falcon",
-    "llama-4-scout": "posenc refuses llama3 scaling with low_freq_factor == high_freq_factor (SpecError: "
-    "high_freq_factor must exceed low_freq_factor, got 1.0 and 1.0), which transformers only warns about; and "
-    "the test has no layout entry for Llama 4's complex (interleaved) freqs_cis",
-    "command-r-v01": "the test asks posenc for layout 'half' (its LAYOUT map has no entry for cohere); the cache is "
-    "interleaved (repeat_interleave), so cos differs by up to 2.0. With layout 'interleaved' pos0-63 passes and "
-    "pos8160-8191 misses by 3.6e-4 because the test's bound maps column j to inv_freq[j % (dim/2)] (half layout), "
-    "not inv_freq[j // 2]",
-    "gpt-oss-20b": "the test asks posenc for layout 'half' (its LAYOUT map has no entry for gpt-oss) and gets "
-    "(seq, 64); gpt-oss's cache is half-width (seq, 32). With layout 'half-width' all three pass",
-    "llama-2-7b-dynamic_n8192_pos0-63": "rows 0..63 of one call over 0..8191: dynamic NTK's inv_freq depends on "
-    "the call's max position (8192), but the test passes only the kept ids 0..63, so posenc sees seq_len 64 and "
-    "uses the original inv_freq (inv_freq differs). posenc needs the evaluated length (a seq_len beside "
-    "position_ids) to reproduce it; the n8192 rows 8160..8191 pass because their max id is the call's",
-}
+#: Goldens that posenc cannot reproduce from the config alone, with the reason and the exact failure of
+#: tests/test_rope_config_goldens.py; the suite leaves out goldens whose "posenc_reads" is false. Keyed by config
+#: name (every golden of it) or golden name. Empty: posenc reads every config here (issue #27 emptied it: the layout
+#: from model_type, Falcon's class defaults, the dynamic-NTK rows asked as their 8192-position call).
+POSENC_NOT_READ: dict[str, str] = {}
 
 CONVENTIONS = {
     "arrays": (
