@@ -433,16 +433,20 @@ def _rope_model_cases() -> list[tuple[str, str, str]]:
     cases = []
     for entry in ROPE_CONFIG_MANIFEST["goldens"].values():
         if not entry["file"].endswith("_pos0-63.npz") or not entry.get("posenc_reads", True):
-            continue  # a config posenc does not read yet (Llama 4's complex cache, Falcon, ...): the reason is there
+            continue  # a config posenc does not read yet: the manifest gives the reason
         rope_type = entry["params"]["rope_type"]
-        if rope_type == "dynamic":  # below max_position_embeddings dynamic NTK is the plain table: "none" is right
-            rope_type = "default"
+        params = entry["params"]
+        if rope_type == "dynamic" and params["seq_len_seen"] <= params["max_position_embeddings"]:
+            rope_type = "default"  # below max_position_embeddings dynamic NTK is the plain table: "none" is right
+        if entry["config"] == "llama-4-scout":
+            continue  # llama3 with low_freq_factor == high_freq_factor (a step, no ramp): not named (docs/identify.md)
         for key in ("cos", "sin", "inv_freq"):
             if entry["file"].startswith("phi-3") and key == "sin":
                 continue  # 64 rows of LongRoPE's sin: the slowest factors are not in the table (docs/identify.md)
             if entry["config"] in ("phi-3.5-mini", "phi-4-mini") and (entry["config"], key) != ("phi-4-mini", "cos"):
                 continue  # the same limit (docs/identify.md): 64 rows do not show their slowest factors
-            cases.append((entry["file"], key, rope_type))
+            # past max_position_embeddings dynamic NTK's inv_freq is a plain one of a larger theta: alone it reads so
+            cases.append((entry["file"], key, "default" if (rope_type, key) == ("dynamic", "inv_freq") else rope_type))
     return cases
 
 
