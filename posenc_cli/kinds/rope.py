@@ -206,7 +206,7 @@ _MODE_FIELDS = (
     "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "short_factor", "long_factor",
 )  # fmt: skip
 
-#: What a model class adds beside its cache (:mod:`posenc_cli.kinds.rope_model`), each overridden by a keyword given.
+#: What a model class adds beside its cache (:mod:`posenc_cli.kinds._rope_model`), each overridden by a keyword given.
 _MODEL = ("no_rope_layers", "attn_scale", "floor_scale", "qk_head_dim")
 
 #: The settings a config gives (each overridden by a keyword given): the scaling mode's and these.
@@ -332,10 +332,10 @@ def rope(
     elif layer_type is not None:
         raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
     settings["mrope_interleaved"] = bool(settings["mrope_interleaved"])
-    model = {name: given[name] for name in _MODEL}  # what a model class adds (:mod:`.rope_model`)
+    model = {name: given[name] for name in _MODEL}  # what a model class adds (:mod:`._rope_model`)
     model_fields: tuple[str, ...] = ()
     if config is not None:
-        from .rope_model import model_settings
+        from ._rope_model import model_settings
 
         from_model = model_settings(config, typed_as={p.name: p.type for p in PARAMS})
         model_fields = tuple(f for f in from_model.fields if not any(f.endswith(k) for k in _MODEL if model[k]))
@@ -348,7 +348,7 @@ def rope(
         )  # fmt: skip
     if not any(v is not None for v in model.values()):
         return table
-    from .rope_model import with_model_arrays
+    from ._rope_model import with_model_arrays
 
     return with_model_arrays(table, positions=position_ids, arithmetic=arithmetic, fields=model_fields, **model)
 

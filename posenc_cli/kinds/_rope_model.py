@@ -180,7 +180,7 @@ def attn_scales(positions: np.ndarray, floor_scale: int, attn_scale: float, arit
     Examples
     --------
     >>> attn_scales(np.array([0, 8191, 16383]), 8192, 0.1, "exact").tolist()
-    [1.0, 1.069314718246460, 1.1098612546920776]
+    [1.0, 1.06931471824646, 1.1098612546920776]
     """
     if arithmetic == "exact":
         steps = (positions + 1) // floor_scale  # floor((p + 1) / floor_scale), exactly
