@@ -119,6 +119,17 @@ def test_hand_values_override_the_configs():
     assert deepseek.params["softmax_scale"] == 64**-0.5  # factor 1: no mscale
 
 
+def test_the_record_names_the_config_fields_it_took_and_not_those_a_hand_value_replaced():
+    fields = api.rope(8, config=SCOUT).params["config_fields"].split(",")
+    assert {"text_config.num_hidden_layers", "llama4_text default no_rope_layer_interval",
+            "text_config.floor_scale", "text_config.attn_scale"} <= set(fields)  # fmt: skip
+    fields = api.rope(8, config=SCOUT, no_rope_layers=[1], attn_scale=0.2).params["config_fields"].split(",")
+    assert "text_config.attn_scale" not in fields and "text_config.num_hidden_layers" not in fields
+    assert "text_config.floor_scale" in fields
+    fields = api.rope(8, config=ROPE_CONFIGS / "deepseek-v3", qk_head_dim=64).params["config_fields"].split(",")
+    assert "qk_nope_head_dim" not in fields
+
+
 def test_without_a_config_the_options_alone_make_them():
     table = api.rope(4, 8, no_rope_layers=[0, 1], attn_scale=0.1)
     assert table.arrays["no_rope_layers"].tolist() == [0, 1] and table.params["floor_scale"] == 8192

@@ -73,10 +73,11 @@ _DEEPSEEK = {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64}
 @dataclass(frozen=True)
 class ModelSettings:
     """What a config's model class adds: ``settings`` (``rope`` keywords: ``no_rope_layers``, ``attn_scale``,
-    ``floor_scale``, ``qk_head_dim``, those the class has) and ``fields`` (the config fields read, dotted)."""
+    ``floor_scale``, ``qk_head_dim``, those the class has) and ``fields`` (for each setting, the config fields it
+    was read from, dotted, or the class default named)."""
 
     settings: dict[str, Any]
-    fields: tuple[str, ...]
+    fields: dict[str, tuple[str, ...]]
 
 
 def _document(path: PathLike) -> dict[str, Any]:
@@ -120,11 +121,11 @@ def model_settings(path: PathLike, *, typed_as: Mapping[str, ValueType]) -> Mode
         c, prefix = doc["text_config"], "text_config."
     model_type = c.get("model_type", doc.get("model_type"))
     if not isinstance(model_type, str):
-        return ModelSettings({}, ())
+        return ModelSettings({}, {})
     family = "llama4" if model_type in ("llama4", "llama4_text") else model_type
     defaults = {"llama4": _LLAMA4, "smollm3": _SMOLLM3}.get(family, _DEEPSEEK if family.startswith("deepseek") else {})
     if not defaults:
-        return ModelSettings({}, ())
+        return ModelSettings({}, {})
     fields: list[str] = []
 
     def take(key: str, kind: ValueType) -> Any:
@@ -147,7 +148,7 @@ def model_settings(path: PathLike, *, typed_as: Mapping[str, ValueType]) -> Mode
         settings["qk_head_dim"] = take("qk_nope_head_dim", _HEAD_PART) + take("qk_rope_head_dim", _HEAD_PART)
         if settings["qk_head_dim"] < 1:
             raise SpecError("the config's qk_nope_head_dim + qk_rope_head_dim must be at least 1", param="config")
-        return ModelSettings(settings, tuple(fields))
+        return ModelSettings(settings, {"qk_head_dim": tuple(fields)})
     layers = take("num_hidden_layers", _COUNT)
     given = c.get("no_rope_layers")
     if given is None or (family == "llama4" and given == []):  # Llama 4 takes the default for any falsy list
@@ -168,10 +169,13 @@ def model_settings(path: PathLike, *, typed_as: Mapping[str, ValueType]) -> Mode
             )
         schedule = schedule[:layers]
     settings["no_rope_layers"] = schedule
+    of = {"no_rope_layers": tuple(fields)}
     if family == "llama4" and take("attn_temperature_tuning", BOOLEAN):
-        settings["floor_scale"] = take("floor_scale", typed_as["floor_scale"])
-        settings["attn_scale"] = take("attn_scale", typed_as["attn_scale"])
-    return ModelSettings(settings, tuple(fields))
+        tuning = fields[-1]
+        for key in ("floor_scale", "attn_scale"):
+            settings[key] = take(key, typed_as[key])
+            of[key] = (tuning, fields[-1])
+    return ModelSettings(settings, of)
 
 
 def attn_scales(positions: np.ndarray, floor_scale: int, attn_scale: float, arithmetic: str) -> np.ndarray:

@@ -338,7 +338,8 @@ def rope(
         from ._rope_model import model_settings
 
         from_model = model_settings(config, typed_as={p.name: p.type for p in PARAMS})
-        model_fields = tuple(f for f in from_model.fields if not any(f.endswith(k) for k in _MODEL if model[k]))
+        taken = [f for k, each in from_model.fields.items() if model[k] is None for f in each]
+        model_fields = tuple(dict.fromkeys(taken))
         model.update({k: v for k, v in from_model.settings.items() if model[k] is None})
     with _named_config(config, configured):
         table = caches(
