@@ -64,10 +64,10 @@ _COUNT = INTEGER.within(Range("1 <= x <= 2**16", "layers of a model (the deepest
 _HEAD_PART = INTEGER.within(Range("0 <= x <= 2**19", "DeepSeek's nope or rope part of a head (128, 64)"))
 
 #: The model classes' defaults (transformers 5.25's config dataclasses) that published configs rely on.
-_LLAMA4 = {"num_hidden_layers": 48, "no_rope_layer_interval": 4, "attn_temperature_tuning": True,
+_LLAMA4: dict[str, Any] = {"num_hidden_layers": 48, "no_rope_layer_interval": 4, "attn_temperature_tuning": True,
            "floor_scale": 8192, "attn_scale": 0.1}  # fmt: skip
-_SMOLLM3 = {"num_hidden_layers": 36, "no_rope_layer_interval": 4}
-_DEEPSEEK = {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64}
+_SMOLLM3: dict[str, Any] = {"num_hidden_layers": 36, "no_rope_layer_interval": 4}
+_DEEPSEEK: dict[str, Any] = {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64}
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ def model_settings(path: PathLike, *, typed_as: Mapping[str, ValueType]) -> Mode
     if not isinstance(model_type, str):
         return ModelSettings({}, {})
     family = "llama4" if model_type in ("llama4", "llama4_text") else model_type
-    defaults = {"llama4": _LLAMA4, "smollm3": _SMOLLM3}.get(family, _DEEPSEEK if family.startswith("deepseek") else {})
+    deepseek: dict[str, Any] = _DEEPSEEK if family.startswith("deepseek") else {}
+    defaults: dict[str, Any] = {"llama4": _LLAMA4, "smollm3": _SMOLLM3}.get(family, deepseek)
     if not defaults:
         return ModelSettings({}, {})
     fields: list[str] = []
@@ -261,11 +262,11 @@ def softmax_scale(qk_head_dim: int, scaling: str, factor: float | None, mscale_a
     """
     mscaled = scaling != "none" and bool(mscale_all_dim) and factor is not None and factor > 1
     if arithmetic != "exact":
-        scale = qk_head_dim ** (-0.5)
+        scale: float = qk_head_dim ** (-0.5)
         if mscaled:
             assert factor is not None and mscale_all_dim is not None
-            m = 0.1 * mscale_all_dim * math.log(factor) + 1.0
-            scale = scale * m * m
+            mscale = 0.1 * mscale_all_dim * math.log(factor) + 1.0
+            scale = scale * mscale * mscale
         return scale
     with decimal.localcontext() as ctx:
         ctx.prec = 60
