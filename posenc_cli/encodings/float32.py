@@ -14,7 +14,8 @@ results:
   rounding (:func:`posenc_cli.encodings._exact.round_checked`);
 - the rest (about one entry in 65536) from :mod:`decimal` enclosures whose working precision doubles until both
   ends round alike (Ziv's strategy). For ``cos`` and ``sin`` of a nonzero float32 (a nonzero rational) the value is
-  transcendental and the loop ends; ``pow`` and ``exp`` of exactly representable results are decided at once.
+  transcendental and the loop ends; ``pow`` and ``exp`` of exactly representable results are decided at once, as
+  is ``log`` of 1 (``log1p`` of 0), the only rational logarithm of a rational.
 
 Examples
 --------
@@ -23,6 +24,8 @@ Examples
 0.5403022766113281
 >>> pow_(np.float32([10000.0]), np.float32([0.5])).tolist()  # exactly 100: decided at once
 [100.0]
+>>> float(log1p(np.float32([1.0]))[0])  # ln 2 = 0.6931471805599453..., rounded to float32
+0.6931471824645996
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import numpy.typing as npt
 from ..dtypes import nearest_bits
 from ._exact import enclosure, round_checked
 
-__all__ = ["cos", "exp", "f32", "pow_", "sin"]
+__all__ = ["cos", "exp", "f32", "log", "log1p", "pow_", "sin"]
 
 #: The relative error trusted of numpy's float64 elementary functions (they are within ``2**-50``).
 TRUSTED = 2.0**-40
@@ -114,6 +117,43 @@ def exp(x: npt.ArrayLike) -> np.ndarray:
     with np.errstate(over="ignore", under="ignore"):
         approx = np.exp(a.astype(np.float64))
     return _decided(approx, lambda i, digits: _exp_enclosure(Fraction(float(flat[i])), digits), a.shape)
+
+
+def _log_enclosure(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
+    """``ln(x)`` of a rational ``x > 0`` within a relative ``10**(5 - digits)``: ``x`` converted to Decimal exactly
+    (a float32's or a float32 plus one's dyadic value has at most a few hundred digits), then Decimal's ``ln``,
+    correctly rounded to ``digits``; ``ln 1 = 0`` exactly."""
+    if x == 1:
+        return Fraction(0), Fraction(0)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 2 * (len(str(x.numerator)) + len(str(x.denominator))) + 10  # a dyadic quotient, exact
+        d = Decimal(x.numerator) / Decimal(x.denominator)
+        ctx.prec = digits
+        v = Fraction(d.ln())
+    err = abs(v) * Fraction(1, 10 ** (digits - 5))
+    return v - err, v + err
+
+
+def _logarithm(x: npt.ArrayLike, plus_one: bool) -> np.ndarray:
+    a = np.asarray(x, np.float32)
+    flat = a.reshape(-1)
+    low = -1.0 if plus_one else 0.0
+    if not np.all(a > low) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{'log1p' if plus_one else 'log'} takes finite float32 values above {low}")
+    approx = (np.log1p if plus_one else np.log)(a.astype(np.float64))
+    one = Fraction(1 if plus_one else 0)
+    return _decided(approx, lambda i, digits: _log_enclosure(one + Fraction(float(flat[i])), digits), a.shape)
+
+
+def log(x: npt.ArrayLike) -> np.ndarray:
+    """``ln x`` of finite float32 ``x > 0``, correctly rounded to float32 (``ValueError`` outside that domain)."""
+    return _logarithm(x, False)
+
+
+def log1p(x: npt.ArrayLike) -> np.ndarray:
+    """``ln(1 + x)`` of finite float32 ``x > -1``, correctly rounded to float32 (the exact ``1 + x``, not its
+    float32 rounding: torch's ``log1p``; ``ValueError`` outside that domain)."""
+    return _logarithm(x, True)
 
 
 def pow_(base: npt.ArrayLike, exponent: npt.ArrayLike) -> np.ndarray:

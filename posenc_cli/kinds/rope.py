@@ -96,6 +96,23 @@ LONGROPE_FACTORS = NUMBERS.within(
 )
 
 
+NO_ROPE_LAYERS = INTEGERS.within(
+    Range("0 <= x <= 1", "per layer: 1 applies RoPE, 0 is a NoPE layer (Llama 4, SmolLM3: every fourth)")
+)
+ATTN_SCALE = NUMBER.within(
+    Range(
+        "0 <= x <= 1000",
+        "Llama 4's attention temperature strength (0.1): log1p(positions / floor_scale) stays below 23, so the "
+        "scale stays a finite float32",
+    )
+)
+FLOOR_SCALE = INTEGER.within(
+    Range("1 <= x <= 2**32", "Llama 4's temperature step in positions (8192): within a cache's positions")
+)
+QK_HEAD_DIM = INTEGER.within(
+    Range("1 <= x <= 2**20", "DeepSeek's q·k width, qk_nope_head_dim + qk_rope_head_dim (128 + 64)")
+)
+
 THETA = NUMBER.within(BASE_RANGE)
 
 PARAMS: tuple[Param, ...] = (
@@ -149,6 +166,12 @@ PARAMS: tuple[Param, ...] = (
     Param("mrope_section", MROPE_SECTION, "M-RoPE (Qwen2-VL): frequencies per temporal, height, width section."),
     Param("mrope_interleaved", BOOLEAN, "M-RoPE sections interleaved (Qwen3-VL).", default=False),
     Param("longrope_pair", BOOLEAN, "longrope: write both caches, *_short and *_long.", default=False),
+    Param(
+        "no_rope_layers", NO_ROPE_LAYERS, "Per layer 1 (RoPE) or 0 (NoPE), Llama 4, SmolLM3: the no_rope_layers array."
+    ),
+    Param("attn_scale", ATTN_SCALE, "Llama 4's attention temperature: the attn_scales array (NoPE query scale)."),
+    Param("floor_scale", FLOOR_SCALE, "Llama 4's temperature step in positions.  [default: 8192]"),
+    Param("qk_head_dim", QK_HEAD_DIM, "DeepSeek's q·k width: records its softmax_scale (mscale_all_dim folded in)."),
     arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward; ggml: llama.cpp's CPU rope", "ggml"),
 )
 
@@ -183,6 +206,9 @@ _MODE_FIELDS = (
     "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "short_factor", "long_factor",
 )  # fmt: skip
 
+#: What a model class adds beside its cache (:mod:`posenc_cli.kinds._rope_model`), each overridden by a keyword given.
+_MODEL = ("no_rope_layers", "attn_scale", "floor_scale", "qk_head_dim")
+
 #: The settings a config gives (each overridden by a keyword given): the scaling mode's and these.
 _SETTINGS = (
     "head_dim", "theta", "layout", "scaling", "rotary_dim", *_MODE_FIELDS, "mrope_section", "mrope_interleaved",
@@ -204,6 +230,10 @@ def rope(
     mrope_section: Sequence[int] | None = None,
     mrope_interleaved: bool = False,
     longrope_pair: bool = False,
+    no_rope_layers: Sequence[int] | None = None,
+    attn_scale: float | None = None,
+    floor_scale: int | None = None,
+    qk_head_dim: int | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -272,7 +302,7 @@ def rope(
     >>> t = rope(8, 64, scaling="yarn", factor=4.0, original_max_positions=4096)
     >>> t.arrays["cos"].shape, t.arrays["inv_freq"].shape, round(t.params["attention_scaling"], 6)
     ((8, 64), (32,), 1.138629)
-    >>> rope(head_dim=8, position_ids=[5, 0, 5]).arrays["cos"][:, 0].round(4).tolist()
+    >>> [round(float(v), 4) for v in rope(head_dim=8, position_ids=[5, 0, 5]).arrays["cos"][:, 0]]
     [0.2837, 1.0, 0.2837]
     """
     given = dict(locals())  # every keyword as given: each checked by its parameter, and merged over a config's
@@ -304,13 +334,27 @@ def rope(
     elif layer_type is not None:
         raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
     settings["mrope_interleaved"] = bool(settings["mrope_interleaved"])
+    model = {name: given[name] for name in _MODEL}  # what a model class adds (:mod:`._rope_model`)
+    model_fields: tuple[str, ...] = ()
+    if config is not None:
+        from ._rope_model import model_settings
+
+        from_model = model_settings(config, typed_as={p.name: p.type for p in PARAMS})
+        taken = [f for k, each in from_model.fields.items() if model[k] is None for f in each]
+        model_fields = tuple(dict.fromkeys(taken))
+        model.update({k: v for k, v in from_model.settings.items() if model[k] is None})
     settings["layout"] = settings["layout"] or "half"  # a keyword, else the config's model type's, else half
     with _named_config(config, configured):
-        return caches(
+        table = caches(
             seq_len, attention_scaling=attention_scaling, position_ids=position_ids,
             longrope_pair=longrope_pair, element=element, lazy=lazy, from_config=from_config, layer_type=layer_type,
             saturate=saturate, arithmetic=arithmetic, work_per_value=KIND.work_per_value, **settings,
         )  # fmt: skip
+    if not any(v is not None for v in model.values()):
+        return table
+    from ._rope_model import with_model_arrays
+
+    return with_model_arrays(table, positions=position_ids, arithmetic=arithmetic, fields=model_fields, **model)
 
 
 @contextlib.contextmanager
@@ -353,6 +397,8 @@ RECORDED: dict[str, ValueType] = {
     "long_factor": LONGROPE_FACTORS, "rotary_dim": ROTARY_DIM, "position_ids_sha256": TEXT,
     "positions_reach": INTEGER, "mrope_section": MROPE_SECTION, "mrope_interleaved": BOOLEAN,
     "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT, "arithmetic": TEXT,
+    "no_rope_layers": NO_ROPE_LAYERS, "attn_scale": ATTN_SCALE, "floor_scale": FLOOR_SCALE,
+    "qk_head_dim": QK_HEAD_DIM, "softmax_scale": NUMBER,
 }
 
 # fmt: on
