@@ -46,15 +46,13 @@ import numpy as np
 
 from ..encodings import float32
 from ..encodings._exact import round_checked
-from ..errors import FormatError, SpecError
-from ..formats.limits import MAX_METADATA, read_json
+from ..errors import SpecError
 from ..params import BOOLEAN, INTEGER, ValueType, Wrong, spell
 from ..ranges import Range
 from ..read import PathLike, existing, load
 from ..system.capacity import check_memory
-from ..system.files import open_regular
 from ..table import Table
-from .rope_config import config_file
+from .rope_config import read_config
 
 __all__ = ["MAX_LAYERS", "ModelSettings", "attn_scales", "model_settings", "softmax_scale", "with_model_arrays"]
 
@@ -81,23 +79,7 @@ class ModelSettings:
 
 
 def _document(path: PathLike) -> dict[str, Any]:
-    file = existing(config_file(path), "config", "the config")
-    try:
-        with open_regular(file) as fp:
-            data = fp.read(MAX_METADATA + 1)
-    except OSError as exc:
-        raise FormatError(f"cannot read {str(file)!r}: {exc.strerror or exc}") from None
-    except FormatError as exc:
-        raise SpecError(f"{str(file)!r}: {exc}", param="config") from None
-    if len(data) > MAX_METADATA:
-        raise SpecError(f"{str(file)!r} is larger than the {MAX_METADATA} bytes a config.json may take", param="config")
-    try:
-        doc = read_json(data, "config.json")
-    except FormatError as exc:
-        raise SpecError(f"{str(file)!r}: {exc}", param="config") from None
-    if not isinstance(doc, dict):
-        raise SpecError(f"{str(file)!r} is not a config.json: it does not hold a JSON object", param="config")
-    return doc
+    return read_config(path)[1]
 
 
 def model_settings(path: PathLike, *, typed_as: Mapping[str, ValueType]) -> ModelSettings:

@@ -119,7 +119,10 @@ def config_file(path: PathLike) -> Path:
     return file / "config.json" if file.is_dir() else file
 
 
-def _read(path: PathLike) -> tuple[Path, dict[str, Any]]:
+def read_config(path: PathLike) -> tuple[Path, dict[str, Any]]:
+    """The file ``path`` names (a ``config.json``, or the folder of one) and its JSON object, read as the module
+    docstring says (strict JSON, at most ``MAX_METADATA`` bytes, a regular file); ``SpecError(param="config")`` for
+    what is not a config, ``FormatError`` only when it cannot be read."""
     file = existing(path, "config", "the config")
     if file.is_dir():
         file = existing(file / "config.json", "config", "the model folder's config")
@@ -168,7 +171,7 @@ def rope_settings(path: PathLike, *, typed_as: Mapping[str, ValueType], layer_ty
     config.json (not strict JSON, not an object); :class:`~posenc_cli.errors.FormatError` when it cannot be read.
     ``typed_as`` gives the type (with its range) of each keyword a field becomes: the kind's parameters'.
     """
-    _, doc = _read(path)
+    _, doc = read_config(path)
     fields: list[str] = []
     prefix = ""
     c = doc
