@@ -20,8 +20,10 @@ of its float64), each entry rounded once. A float64 approximation with a proven 
 (:func:`~posenc_cli.encodings._exact.round_checked`); the rest, and every entry of a type it does not cover, come
 from :mod:`decimal` enclosures whose precision doubles until both ends round alike (Ziv). That ends: the angle is
 nonzero times an algebraic number (times pi by default) and its sine and cosine are then transcendental
-(Lindemann-Weierstrass, Gelfond-Schneider) or, where the angle is a rational multiple of pi with the odd-numerator
-denominators ``(last * 10**6 + 1)`` gives, irrational algebraic (Niven): never a rounding boundary.
+(Lindemann-Weierstrass, Gelfond-Schneider) or, where the angle is a rational multiple of pi with the odd
+denominators ``(last * 10**6 + 1)`` gives, irrational algebraic (Niven): never a rounding boundary. The one
+exception is a padded row or column (total 0) of Deformable DETR: ``(0 - 0.5) / 10**-6 * 2*pi = -10**6 * pi``,
+whose sine is exactly 0 (written +0.0) and cosine exactly 1, both decided by the loop.
 
 **The framework's table** (:func:`framework`) is that code's float32 sequence: the float32 cumulative sums (exact
 integers), ``last + float32(1e-6)`` and the division and ``* float32(scale)`` in float32, ``dim_t`` as
@@ -159,7 +161,8 @@ def _entry(
         lo, hi = sorted((sign * lo, sign * hi))
         result = decide(lo)
         if decide(hi) == result:
-            return result
+            # an enclosure about 0 (the exact sin(-10**6 * pi) = 0 of a padded row of Deformable DETR): +0.0
+            return decide(Fraction(0)) if lo < 0 < hi else result
         digits *= 2
     raise ArithmeticError(f"could not decide the DETR entry at {position}, k={k}")
 
