@@ -28,7 +28,7 @@ does not take: they are options of ``posenc build`` itself.
 from __future__ import annotations
 
 from ..errors import SpecError
-from . import alibi, relative, rope, sincos2d, sinusoid, window
+from . import alibi, mrope, relative, rope, sincos2d, sinusoid, window
 from ._shared import CONVERT, ELEMENT, INDEX_ELEMENT, OUTPUT, RUN, Kind, check
 
 __all__ = [
@@ -43,6 +43,7 @@ _MODULES = (
     sincos2d,
     relative,
     window,
+    mrope,
 )
 #: Every table kind, by its command name.
 KINDS: dict[str, Kind] = {module.KIND.command: module.KIND for module in _MODULES}
