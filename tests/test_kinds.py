@@ -64,6 +64,12 @@ SAMPLES = {
         {"scheme": "beit", "window": (3, 3), "dtype": "int16"},
         {"scheme": "swinv2", "window": (3, 2), "pretrained_window": (4, 4)},
     ],
+    "mrope": [
+        {"model": "qwen2-vl", "prompt": "text:3,image:1x4x6,text:2"},
+        {"model": "qwen2.5-vl", "prompt": "text:2,video:3x4x4,text:1", "spatial_merge_size": 2,
+         "tokens_per_second": 2, "second_per_grid_ts": 0.5, "dtype": "int32"},
+        {"model": "qwen3-vl", "prompt": "video:1x2x2,text:1,video:1x2x2", "spatial_merge_size": 1, "dtype": "int16"},
+    ],
 }  # fmt: skip
 
 #: The command line's own switches are options of ``posenc build`` itself, not keys of its entries.

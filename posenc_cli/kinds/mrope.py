@@ -29,7 +29,7 @@ TOKENS_PER_SECOND = INTEGER.within(
 SECOND_PER_GRID_TS = NUMBER.within(
     Range(
         "0 <= x <= 1000",
-        "seconds one temporal patch spans (temporal_patch_size / fps: 1.0 at 2 fps); ids past 2**32 - 1 are refused",
+        "seconds one temporal patch spans (temporal_patch_size / fps: 1.0 at 2 fps); every id stays below 2**32",
     )
 )
 
