@@ -8,9 +8,9 @@
 (16, 8)
 
 The functions that make tables are the makers of the registry's kinds, each by its command's name
-(:data:`posenc_cli.kinds.KINDS`: :func:`generate`, :func:`rope`, :func:`alibi`, :func:`sincos2d`, :func:`relative`,
-:func:`window`; ``tests/test_docs.py`` holds this list to the registry), taken from it here: a kind added to the
-registry is an API function without a line here. :func:`convert` is :mod:`posenc_cli.conversion`'s.
+(:data:`posenc_cli.kinds.KINDS`: :func:`generate`, :func:`rope`, :func:`mrope`, :func:`alibi`, :func:`sincos2d`,
+:func:`detr`, :func:`relative`, :func:`window`; ``tests/test_docs.py`` holds this list to the registry), taken from it here: a kind
+added to the registry is an API function without a line here. :func:`convert` is :mod:`posenc_cli.conversion`'s.
 
 This layer knows paths: it picks the format (explicitly or from the suffix), names the table, and writes every file
 atomically through :mod:`posenc_cli.system.atomic`. It never prints and never exits; errors are
@@ -58,6 +58,8 @@ from .table import Table
 if TYPE_CHECKING:  # for type checkers, which do not run __getattr__: the makers the registry gives
     from .identification import identify
     from .kinds.alibi import alibi as alibi
+    from .kinds.detr import detr as detr
+    from .kinds.mrope import mrope as mrope
     from .kinds.relative import relative as relative
     from .kinds.rope import rope as rope
     from .kinds.sincos2d import sincos2d as sincos2d

@@ -64,6 +64,17 @@ SAMPLES = {
         {"scheme": "beit", "window": (3, 3), "dtype": "int16"},
         {"scheme": "swinv2", "window": (3, 2), "pretrained_window": (4, 4)},
     ],
+    "detr": [
+        {"grid": (3, 4), "d_model": 8},
+        {"grid": (2, 5), "d_model": 16, "normalize": False, "temperature": 100.0, "variant": "deformable"},
+        {"grid": (4, 4), "d_model": 8, "norm_scale": 1.0, "arithmetic": "framework", "dtype": "float64"},
+    ],
+    "mrope": [
+        {"model": "qwen2-vl", "prompt": "text:3,image:1x4x6,text:2"},
+        {"model": "qwen2.5-vl", "prompt": "text:2,video:3x4x4,text:1", "spatial_merge_size": 2,
+         "tokens_per_second": 2, "second_per_grid_ts": 0.5, "dtype": "int32"},
+        {"model": "qwen3-vl", "prompt": "video:1x2x2,text:1,video:1x2x2", "spatial_merge_size": 1, "dtype": "int16"},
+    ],
 }  # fmt: skip
 
 #: The command line's own switches are options of ``posenc build`` itself, not keys of its entries.
@@ -238,9 +249,9 @@ def test_unknown_table_kinds_are_refused_by_name():
     from posenc_cli.errors import SpecError
     from posenc_cli.kinds import by_command, by_table
 
-    with pytest.raises(SpecError, match="choose one of generate, rope, alibi, sincos2d, relative, window"):
+    with pytest.raises(SpecError, match="choose one of generate, rope, mrope, alibi, sincos2d, detr, relative, window"):
         by_command("xpos")
-    with pytest.raises(SpecError, match="regenerates sinusoidal, rope, alibi, sincos2d, relative, window"):
+    with pytest.raises(SpecError, match="regenerates sinusoidal, rope, mrope_ids, alibi, sincos2d, detr_sine, relative, window"):
         by_table("t5")
 
 

@@ -13,3 +13,5 @@ ALIBI_VARIANTS = ("bloom", "mpt")
 RELATIVE_SCHEMES = ("t5", "deberta", "shaw")
 #: :mod:`posenc_cli.encodings.window`: whose window attention index.
 WINDOW_SCHEMES = ("swin", "beit", "swinv2")
+#: :mod:`posenc_cli.encodings.mrope_ids`: whose ``get_rope_index`` (transformers) gives the M-RoPE position ids.
+MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
