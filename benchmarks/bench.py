@@ -298,8 +298,8 @@ def targets(report: Report, repeat: int, scratch: Path, quick: bool) -> None:
 
 
 def arithmetic(report: Report, repeat: int) -> None:
-    """RoPE caches in both arithmetics (#27): Llama 3.1's llama3 cache and Qwen2.5's YaRN cache, 8192 x 128 float32,
-    built whole (cos, sin and inv_freq)."""
+    """Both arithmetics (#27): Llama 3.1's llama3 cache and Qwen2.5's YaRN cache, 8192 x 128 float32, built whole
+    (cos, sin and inv_freq); Whisper's and DDPM's sinusoid tables, 4096 x 512 float32."""
     cases = {
         "llama3": dict(theta=500000.0, scaling="llama3", factor=8.0, original_max_positions=8192),
         "yarn": dict(theta=1e6, scaling="yarn", factor=4.0, original_max_positions=32768),
@@ -311,6 +311,18 @@ def arithmetic(report: Report, repeat: int) -> None:
                 lambda mode=mode, settings=settings: posenc_cli.rope(8192, 128, arithmetic=mode, **settings), repeat
             )
         report.add(f"rope {name} 8192x128 float32, --arithmetic exact", f"{times['exact'] * 1e3:.1f} ms")
+        report.add(
+            "  --arithmetic framework",
+            f"{times['framework'] * 1e3:.1f} ms",
+            f"framework/exact {times['framework'] / times['exact']:.2f}",
+        )
+    for preset in ("whisper", "ddpm"):
+        times = {}
+        for mode in ("exact", "framework"):
+            times[mode] = median_time(
+                lambda mode=mode, preset=preset: posenc_cli.generate(4096, 512, preset=preset, arithmetic=mode), repeat
+            )
+        report.add(f"generate -p {preset} 4096x512 float32, --arithmetic exact", f"{times['exact'] * 1e3:.1f} ms")
         report.add(
             "  --arithmetic framework",
             f"{times['framework'] * 1e3:.1f} ms",
