@@ -48,7 +48,7 @@ def convert(
     --------
     >>> from posenc_cli import generate
     >>> t = convert(generate(4, 4, dtype="float64"), dtype="q15")
-    >>> t.params["dtype"], t.array.dtype.name, int(t.array[0, 1])
+    >>> t.params["dtype"], t.array.dtype.name, int(t.array[0:1][0, 1])  # a lazy table is read by row slices
     ('q15', 'int16', 32767)
     """
     check(CONVERT, scale=scale, zero_point=zero_point)

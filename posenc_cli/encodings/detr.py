@@ -246,7 +246,8 @@ def framework(
 
     Examples
     --------
-    >>> framework(1, 2, 4, normalize=False)[1].tolist() == [np.float32(np.sin(1.0)), np.float32(np.cos(1.0))] * 2
+    >>> row = framework(1, 2, 4, normalize=False)[1]  # cell (0, 1): y = 1, x = 2
+    >>> row.tolist() == [np.float32(v) for v in (np.sin(1), np.cos(1), np.sin(2), np.cos(2))]
     True
     """
     n = d_model // 2

@@ -143,7 +143,7 @@ def load(fp: BinaryIO, budget: Budget | None = None) -> Table:
     >>> table = load(io.BytesIO(b"# dtype=int8 scale=0.5 zero_point=-3\\nd0,d1\\n-3,127\\n"))
     >>> table.array.dtype.name, table.array.tolist(), dict(table.params)
     ('int8', [[-3, 127]], {'dtype': 'int8', 'scale': 0.5, 'zero_point': -3})
-    >>> table = load(io.BytesIO(b"# dtype=int32\n-2147483648,7\n"))
+    >>> table = load(io.BytesIO(b"# dtype=int32\\n-2147483648,7\\n"))
     >>> table.array.dtype.name, table.array.tolist(), dict(table.params)
     ('int32', [[-2147483648, 7]], {'dtype': 'int32'})
     """
