@@ -128,14 +128,19 @@ def log2(x: npt.ArrayLike) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------- relative buckets
-def t5_buckets(a: np.ndarray, n: int, max_distance: int) -> np.ndarray:
-    """T5's bucket of each distance ``a >= 0`` (int64) among ``n`` buckets, as transformers' float32 code gives it."""
+def t5_buckets(
+    a: np.ndarray, n: int, max_distance: int, ln: Callable[[np.ndarray], np.ndarray] | None = None
+) -> np.ndarray:
+    """T5's bucket of each distance ``a >= 0`` (int64) among ``n`` buckets, as transformers' float32 code gives it.
+
+    ``ln`` is the float32 logarithm (default: :func:`log`, correctly rounded); a platform's own ``torch.log`` values
+    given here reproduce that platform's buckets."""
     e = n // 2
     out = np.array(a, np.int64, copy=True)
     large = out >= e
     if large.any():
         ratio = _f32(out[large]) / np.float32(e)
-        value = log(ratio) / np.float32(math.log(max_distance / e)) * np.float32(n - e)
+        value = (ln or log)(ratio) / np.float32(math.log(max_distance / e)) * np.float32(n - e)
         out[large] = np.minimum(e + np.trunc(value).astype(np.int64), n - 1)
     return out
 
