@@ -145,17 +145,19 @@ def t5_buckets(
     return out
 
 
-def deberta_buckets(r: np.ndarray, buckets: int, max_distance: int) -> np.ndarray:
+def deberta_buckets(
+    r: np.ndarray, buckets: int, max_distance: int, ln: Callable[[np.ndarray], np.ndarray] | None = None
+) -> np.ndarray:
     """``make_log_bucket_position`` of the relative positions ``r`` (int64), as transformers' float32 code gives
-    it (then ``.to(torch.long)``, exact: the values are integers)."""
+    it (then ``.to(torch.long)``, exact: the values are integers). ``ln`` as for :func:`t5_buckets`."""
     m = buckets // 2
     out = np.array(r, np.int64, copy=True)
     a = np.abs(out)
     large = a > m
     if large.any():
         ratio = _f32(a[large]) / np.float32(m)
-        denominator = log(_f32([(max_distance - 1) / m]))[0]
-        value = np.ceil(log(ratio) / denominator * np.float32(m - 1)) + np.float32(m)
+        denominator = (ln or log)(_f32([(max_distance - 1) / m]))[0]
+        value = np.ceil((ln or log)(ratio) / denominator * np.float32(m - 1)) + np.float32(m)
         out[large] = np.sign(out[large]) * value.astype(np.int64)
     return out
 

@@ -9,7 +9,9 @@ It imports transformers' functions and calls them; it computes nothing itself. F
   (int16), and ``log_e{e}``: torch's own float32 ``torch.log(a.float() / max_exact)`` of the same distances for each
   ``max_exact = e`` (the one elementary function of that code, to tell its rounding from the sequence's).
 - ``t5_bidirectional.npz``: ``compute_bias``'s bucket matrix for one bidirectional setting, ``index`` (int16).
-- ``deberta.npz``: ``make_log_bucket_position(r, b, P)`` of ``r = -4096 .. 4096`` for each ``b{b}_p{P}`` (int16).
+- ``deberta.npz``: ``make_log_bucket_position(r, b, P)`` of ``r = -4096 .. 4096`` for each ``b{b}_p{P}`` (int16),
+  and torch's own float32 logarithms: ``log_m{m}`` of ``a / m`` for ``a = 0 .. 4096``, ``den_b{b}_p{P}`` of
+  ``torch.tensor((P - 1) / m)``.
 - ``swinv2.npz``: ``Swinv2SelfAttention(...).create_coords_table_and_index()[0][0]`` for each window
   ``w{H}x{W}_p{h}x{w}`` (float32).
 - ``sincos2d.npz``: ``build_2d_sinusoidal_position_embedding(16, 16, 128, cls_token=True, dtype=torch.float32)``
@@ -45,7 +47,18 @@ T5_SETTINGS = (
     (256, 2128), (256, 2143), (256, 2248), (256, 2354), (256, 2434), (256, 2453),
     (16, 128), (32, 128), (64, 256), (8, 20),
 )  # fmt: skip
-DEBERTA_SETTINGS: tuple[tuple[int, int], ...] = ((256, 512), (128, 512), (64, 256), (32, 128), (16, 64))
+#: (position_buckets, max_relative_positions) of the DeBERTa settings (buckets 16, 32, 64) whose HF buckets differ
+#: from the exact ones in -4096 .. 4096, and the common settings.
+DEBERTA_SETTINGS = (
+    (16, 598), (16, 763), (16, 1201), (16, 1722), (16, 1832), (16, 3117), (16, 3290), (32, 37), (32, 69), (32, 551),
+    (32, 591), (32, 636), (32, 729), (32, 733), (32, 1730), (32, 2036), (32, 2243), (32, 2307), (32, 2344),
+    (32, 3095), (32, 3350), (32, 3538), (32, 3638), (64, 37), (64, 45), (64, 73), (64, 93), (64, 215), (64, 251),
+    (64, 331), (64, 340), (64, 388), (64, 442), (64, 548), (64, 653), (64, 909), (64, 985), (64, 1237), (64, 1370),
+    (64, 1513), (64, 1961), (64, 2007), (64, 2068), (64, 2341), (64, 2393), (64, 2526), (64, 2606), (64, 2647),
+    (64, 2793), (64, 2892), (64, 2935), (64, 2982), (64, 3294), (64, 3366), (64, 3388), (64, 3747), (64, 3802),
+    (64, 3879),
+    (256, 512), (128, 512), (64, 256), (32, 128), (16, 64),
+)  # fmt: skip
 SWINV2_WINDOWS = (((8, 8), (0, 0)), ((12, 12), (8, 8)), ((16, 16), (12, 12)), ((24, 24), (16, 16)), ((6, 10), (4, 4)))
 
 
@@ -70,6 +83,9 @@ def main() -> None:
         f"b{b}_p{p}": make_log_bucket_position(r, b, p).to(torch.long).numpy().astype(np.int16)
         for b, p in DEBERTA_SETTINGS
     }
+    for b, p in DEBERTA_SETTINGS:  # torch's own logarithms: of |r| / mid, and of the float32 (P - 1) / mid
+        deb[f"log_m{b // 2}"] = torch.log(torch.arange(4097) / (b // 2)).numpy()
+        deb[f"den_b{b}_p{p}"] = torch.log(torch.tensor((p - 1) / (b // 2))).numpy()
     np.savez_compressed(HERE / "deberta.npz", **deb)
 
     swin = {}
