@@ -17,7 +17,7 @@ from ..system.capacity import check_memory
 from ..table import Array, Table
 from ..table import Param as Value
 from ._bias import BIAS_PARAMS, BIAS_RECORDED, gather, index_dtype
-from ._shared import INDEX_ELEMENT, Kind, check, same_names
+from ._shared import INDEX_ELEMENT, Kind, arithmetic, check, same_names
 
 __all__ = ["KIND", "PARAMS", "relative"]
 
@@ -61,6 +61,7 @@ PARAMS: tuple[Param, ...] = (
     ),
     Param("causal", BOOLEAN, "t5: the decoder's unidirectional buckets.", default=False),
     Param("offset", OFFSET, "Position of the first query (tokens already cached).  [default: 0; shaw: K - Q]"),
+    arithmetic("HF T5Attention._relative_position_bucket (deberta: make_log_bucket_position; shaw: integers only)"),
     *BIAS_PARAMS,
 )
 
@@ -72,7 +73,8 @@ T5Attention._relative_position_bucket of k - q (bidirectional, or --causal for t
 build_relative_position, q - k, log-bucketed with --buckets and --max-distance (values past max_distance keep
 growing, as HF's); shaw is tensor2tensor's clip(k - q, -max_distance, max_distance) + max_distance. Every bucket
 is exact. --bias FILE gathers a learned table (T5's relative_attention_bias.weight) into bias[h, i, j], HF's
-compute_bias without the batch axis.
+compute_bias without the batch axis. --arithmetic framework gives the buckets HF's float32 code computes (its
+log correctly rounded), which differ from the exact ones at a few distances of some settings; shaw's are the same.
 
 \b
 Examples:
@@ -96,6 +98,7 @@ def relative(
     bias: PathLike | np.ndarray | None = None,
     key: str | None = None,
     dtype: str | None = None,
+    arithmetic: str = "exact",
 ) -> Table:
     """A relative-position index (T5 buckets, DeBERTa log buckets, Shaw clipping) as a :class:`Table` of kind
     ``"relative"``: array ``index`` ``(query_length, key_length)``; with ``bias`` also ``bias`` ``(heads,
@@ -116,6 +119,11 @@ def relative(
     ``bias[h, i, j] = table[index[i, j], h]``, HF's ``compute_bias`` without the batch axis. ``dtype`` is the
     index's integer type (default: the smallest of int8, int16, int32 that holds it).
 
+    ``arithmetic="framework"`` gives the buckets transformers' float32 code computes
+    (:mod:`posenc_cli.encodings.framework_grids`: a bucket boundary whose float32 value falls on the other side of
+    an integer moves by one); Shaw's index has no floating point, so its framework index is its exact one. It is
+    recorded; ``"exact"`` (the default) is not.
+
     Examples
     --------
     >>> t = relative("t5", 4, buckets=32, max_distance=128)
@@ -124,6 +132,8 @@ def relative(
     """
     from ..encodings import relative as relative_encoding
 
+    if arithmetic not in ("exact", "framework"):
+        raise SpecError(f"arithmetic must be one of exact, framework, got {arithmetic!r}", param="arithmetic")
     check(  # each keyword against its own range first: an offset past it is the offset's fault
         KIND.inputs,
         query_length=query_length,
@@ -169,13 +179,20 @@ def relative(
             32 if buckets is None else buckets, 128 if max_distance is None else max_distance, bool(causal)
         )
         params.update(buckets=b, max_distance=d, causal=bool(causal))
-        index = relative_encoding.t5_index(q, k, buckets=b, max_distance=d, causal=bool(causal), offset=o)
+        if arithmetic == "framework":
+            index = _t5_framework(q, k, o, b, d, bool(causal))
+        else:
+            index = relative_encoding.t5_index(q, k, buckets=b, max_distance=d, causal=bool(causal), offset=o)
         rows, what = b, "T5's relative_attention_bias (buckets, heads)"
     elif scheme == "deberta":
         setting = relative_encoding.check_deberta(buckets, max_distance)
         if setting is not None:
             params.update(buckets=setting[0], max_distance=setting[1])
         index = relative_encoding.deberta_index(q, k, buckets=buckets, max_distance=max_distance, offset=o)
+        if setting is not None and arithmetic == "framework":
+            from ..encodings import framework_grids
+
+            index = framework_grids.deberta_buckets(relative_encoding.deberta_index(q, k, offset=o), *setting)
     else:
         d = relative_encoding.check_shaw(max_distance)
         params["max_distance"] = d
@@ -185,9 +202,23 @@ def relative(
     params["dtype"] = stored.dtype.name
     extra, bias_params = gather(stored, bias, key, rows, what)
     params.update(bias_params)
+    if arithmetic != "exact":
+        params["arithmetic"] = arithmetic
     arrays: dict[str, Array] = {"index": stored, **extra}
     axes = {"index": ("query", "key"), "bias": ("heads", "query", "key")}
     return Table("relative", arrays, params, {name: axes[name] for name in arrays})
+
+
+def _t5_framework(q: int, k: int, o: int, buckets: int, max_distance: int, causal: bool) -> np.ndarray:
+    """T5's index as HF's float32 code computes it (the exact index's arrangement, the framework's buckets)."""
+    from ..encodings import framework_grids
+
+    r = np.arange(k, dtype=np.int64)[None, :] - np.arange(o, o + q, dtype=np.int64)[:, None]
+    n = buckets if causal else buckets // 2
+    a = np.maximum(-r, 0) if causal else np.abs(r)
+    table = framework_grids.t5_buckets(np.arange(int(a.max()) + 1, dtype=np.int64), n, max_distance)  # each once
+    out: np.ndarray = table[a] if causal else (r > 0) * n + table[a]
+    return out
 
 
 def _relative_work(p: Mapping[str, Any]) -> int:
@@ -198,7 +229,7 @@ def _relative_work(p: Mapping[str, Any]) -> int:
 RECORDED: dict[str, ValueType] = {
     "scheme": TEXT, "query_length": LENGTH, "key_length": LENGTH, "offset": OFFSET,
     "buckets": BUCKETS, "max_distance": MAX_DISTANCE, "causal": BOOLEAN, "dtype": TEXT,
-    "bias_key": TEXT, "bias_heads": INTEGER, "bias_sha256": TEXT,
+    "bias_key": TEXT, "bias_heads": INTEGER, "bias_sha256": TEXT, "arithmetic": TEXT,
 }
 
 # fmt: on
@@ -214,7 +245,7 @@ KIND = Kind(
     recorded=RECORDED,
     recorded_as=BIAS_RECORDED,
     from_record=same_names(
-        ("scheme", "query_length", "key_length", "offset", "buckets", "max_distance", "causal", "dtype")
+        ("scheme", "query_length", "key_length", "offset", "buckets", "max_distance", "causal", "dtype", "arithmetic")
     ),
     work_per_value=48,
     work=_relative_work,

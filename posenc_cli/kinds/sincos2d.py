@@ -15,7 +15,7 @@ from ..saturation import check_saturate, may_clip, refuse_clipping
 from ..system.capacity import check_memory
 from ..table import Param as Value
 from ..table import Table
-from ._shared import BASE, D_MODEL, ELEMENT_KEYS, QUANTISATION, Kind, check
+from ._shared import BASE, D_MODEL, ELEMENT_KEYS, QUANTISATION, Kind, arithmetic, check
 
 __all__ = ["KIND", "PARAMS", "sincos2d"]
 
@@ -43,6 +43,7 @@ PARAMS: tuple[Param, ...] = (
     Param("d_model", D_MODEL, "Embedding width, a multiple of 4.", required=True, short="-d", always_recorded=True),
     Param("cls_token", BOOLEAN, "Prepend MAE's all-zero class-token row.", default=False),
     Param("base", BASE, "Wavelength base.", default=10000.0, always_recorded=True),
+    arithmetic("HF ViTMAE build_2d_sinusoidal_position_embedding, which computes in float64 (so do MAE and diffusers)"),
 )
 
 
@@ -50,7 +51,8 @@ DOC = """Write MAE's 2-D sincos position embedding (get_2d_sincos_pos_embed).
 
 Rows are the grid's patches in row-major order, after a zero row with --cls-token; columns are
 [sin x | cos x | sin y | cos y], each d_model/4 wide, frequencies base^(-k/(d_model/4)). Every value is the
-exact value correctly rounded.
+exact value correctly rounded; --arithmetic framework gives the float64 values HF ViTMAE's, MAE's and diffusers'
+code computes, rounded to float32 once (the same but where an exact value lies within 1e-15 of a rounding boundary).
 
 \b
 Examples:
@@ -71,6 +73,7 @@ def sincos2d(
     scale: float | None = None,
     zero_point: int | None = None,
     saturate: bool = False,
+    arithmetic: str = "exact",
 ) -> Table:
     """MAE's 2-D sincos position embedding as a :class:`Table` of kind ``"sincos2d"``, one array ``pe``.
 
@@ -79,6 +82,11 @@ def sincos2d(
     ``grid=(height, width)`` (as ``posenc sincos2d --grid`` and the manifest's ``grid`` give it), not both.
     Its values lie in [-1, 1], which every fixed-point type holds; an int8 ``scale`` too small for them is refused
     unless ``saturate=True`` (recorded).
+
+    ``arithmetic="framework"`` gives the table transformers' ``build_2d_sinusoidal_position_embedding`` (and MAE's
+    and diffusers' ``get_2d_sincos_pos_embed``) computes: float64 operations, each function correctly rounded, then
+    one rounding to float32 (:mod:`posenc_cli.encodings.framework_grids`); other element types round those float32
+    values. It is recorded; ``"exact"`` (the default) is not.
 
     Examples
     --------
@@ -93,6 +101,8 @@ def sincos2d(
         if not isinstance(grid, (tuple, list)) or len(grid) != 2:
             raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
         height, width = grid
+    if arithmetic not in ("exact", "framework"):
+        raise SpecError(f"arithmetic must be one of exact, framework, got {arithmetic!r}", param="arithmetic")
     check(KIND.inputs, grid=(height, width), d_model=d_model, base=base, scale=scale, zero_point=zero_point)
     from ..encodings import sincos2d as sincos2d_encoding
 
@@ -105,7 +115,12 @@ def sincos2d(
         exact = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=_FLOAT64)
         refuse_clipping(element, {"pe": exact})
         del exact
-    array = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=element)
+    if arithmetic == "framework":
+        from ..encodings import framework_grids
+
+        array = framework_grids.sincos2d(height, width, d_model, cls_token=bool(cls_token), base=base, element=element)
+    else:
+        array = sincos2d_encoding.sincos2d(height, width, d_model, cls_token=cls_token, base=base, element=element)
     params: dict[str, Value] = {
         "grid_height": height,
         "grid_width": width,
@@ -119,11 +134,13 @@ def sincos2d(
         params.update(scale=element.scale, zero_point=element.zero_point)
     if saturated:
         params["saturate"] = True
+    if arithmetic != "exact":
+        params["arithmetic"] = arithmetic
     return Table("sincos2d", {"pe": array}, params)
 
 
 def _sincos2d_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
-    args = {key: p[key] for key in ("d_model", "cls_token", "base", *ELEMENT_KEYS) if key in p}
+    args = {key: p[key] for key in ("d_model", "cls_token", "base", "arithmetic", *ELEMENT_KEYS) if key in p}
     if "grid_height" in p and "grid_width" in p:
         args["grid"] = (p["grid_height"], p["grid_width"])
     return args
@@ -137,7 +154,7 @@ def _sincos2d_work(p: Mapping[str, Any]) -> int:
 # fmt: off
 RECORDED: dict[str, ValueType] = {
     "grid_height": GRID_SIDE, "grid_width": GRID_SIDE, "d_model": D_MODEL, "cls_token": BOOLEAN,
-    "base": BASE, **QUANTISATION, "layout": TEXT,
+    "base": BASE, **QUANTISATION, "layout": TEXT, "arithmetic": TEXT,
 }
 
 # fmt: on

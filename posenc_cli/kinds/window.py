@@ -18,7 +18,7 @@ from ..system.capacity import check_memory
 from ..table import Array, Table
 from ..table import Param as Value
 from ._bias import BIAS_PARAMS, BIAS_RECORDED, gather, index_dtype
-from ._shared import INDEX_ELEMENT, Kind, check
+from ._shared import INDEX_ELEMENT, Kind, arithmetic, check
 
 __all__ = ["KIND", "PARAMS", "window"]
 
@@ -50,6 +50,7 @@ PARAMS: tuple[Param, ...] = (
         PRETRAINED_SIDES,
         "swinv2: the window the model was pretrained with (scales the coords).",
     ),
+    arithmetic("HF Swinv2SelfAttention / timm WindowAttention's coords (swin, beit: integers only)"),
     *BIAS_PARAMS,
 )
 
@@ -59,7 +60,9 @@ DOC = """Write window attention's relative-position index (Swin, BEiT, SwinV2) a
 index is timm's relative_position_index: (HW, HW) for a window of H x W tokens, row-major; beit adds the class
 token's row and column ((HW+1, HW+1), its three extra offsets). swinv2 also writes coords, (2H-1, 2W-1, 2), the
 log-spaced coordinates its bias MLP reads (--pretrained-window scales them as timm does), each correctly rounded
-to float32. --bias FILE gathers a relative_position_bias_table into bias[h, i, j] as the attention adds it.
+to float32, or with --arithmetic framework as timm's and HF's float32 code computes them (the indices are
+integers, the same either way). --bias FILE gathers a relative_position_bias_table into bias[h, i, j] as the
+attention adds it.
 
 \b
 Examples:
@@ -77,6 +80,7 @@ def window(
     bias: PathLike | np.ndarray | None = None,
     key: str | None = None,
     dtype: str | None = None,
+    arithmetic: str = "exact",
 ) -> Table:
     """Window attention's relative-position tables (Swin, BEiT, SwinV2) as a :class:`Table` of kind ``"window"``.
 
@@ -87,6 +91,10 @@ def window(
     column per head) also ``bias`` ``(heads, *index.shape)`` as the attention adds it. SwinV2 computes its table
     with an MLP, so it takes no ``bias``. :mod:`posenc_cli.encodings.window` defines each array.
 
+    ``arithmetic="framework"`` gives SwinV2's ``coords`` as timm's and transformers' float32 code computes them
+    (:mod:`posenc_cli.encodings.framework_grids`); the indices are integers, the same in either mode. It is
+    recorded; ``"exact"`` (the default) is not.
+
     Examples
     --------
     >>> t = window("swin", (2, 2))
@@ -95,6 +103,8 @@ def window(
     """
     from ..encodings import window as window_encoding
 
+    if arithmetic not in ("exact", "framework"):
+        raise SpecError(f"arithmetic must be one of exact, framework, got {arithmetic!r}", param="arithmetic")
     check(KIND.inputs, window=window, pretrained_window=pretrained_window)
     if scheme not in window_encoding.SCHEMES:
         raise SpecError(f"scheme must be one of {', '.join(window_encoding.SCHEMES)}, got {scheme!r}", param="scheme")
@@ -122,6 +132,10 @@ def window(
     arrays: dict[str, Array] = {"index": stored}
     if scheme == "swinv2":
         arrays["coords"] = window_encoding.swinv2_coords(height, width, pretrained)
+        if arithmetic == "framework":
+            from ..encodings import framework_grids
+
+            arrays["coords"] = framework_grids.swinv2_coords(height, width, pretrained)  # its sides checked above
         if pretrained is not None:
             params.update(pretrained_height=pretrained[0], pretrained_width=pretrained[1])
     params["dtype"] = stored.dtype.name
@@ -130,12 +144,14 @@ def window(
     extra, bias_params = gather(stored, bias, key, rows, what)
     arrays.update(extra)
     params.update(bias_params)
+    if arithmetic != "exact":
+        params["arithmetic"] = arithmetic
     axes = {"index": ("query", "key"), "coords": ("dy", "dx", "yx"), "bias": ("heads", "query", "key")}
     return Table("window", arrays, params, {name: axes[name] for name in arrays})
 
 
 def _window_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
-    args = {key: p[key] for key in ("scheme", "dtype") if key in p}
+    args = {key: p[key] for key in ("scheme", "dtype", "arithmetic") if key in p}
     if "window_height" in p and "window_width" in p:
         args["window"] = (p["window_height"], p["window_width"])
     if "pretrained_height" in p and "pretrained_width" in p:
@@ -152,7 +168,7 @@ def _window_work(p: Mapping[str, Any]) -> int:
 RECORDED: dict[str, ValueType] = {
     "scheme": TEXT, "window_height": WINDOW_SIDE, "window_width": WINDOW_SIDE,
     "pretrained_height": PRETRAINED_SIDE, "pretrained_width": PRETRAINED_SIDE, "dtype": TEXT,
-    "bias_key": TEXT, "bias_heads": INTEGER, "bias_sha256": TEXT,
+    "bias_key": TEXT, "bias_heads": INTEGER, "bias_sha256": TEXT, "arithmetic": TEXT,
 }
 
 # fmt: on
