@@ -41,12 +41,15 @@ Examples
 
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
-from posenc_cli.dtypes import ElementType
+from posenc_cli.dtypes import ElementType, nearest_bits
+from posenc_cli.encodings._exact import enclosure, round_checked
 from posenc_cli.encodings.names import AXIAL_ROPE_MODELS
 from posenc_cli.encodings.sinusoid import show, sinusoid_rows
 from posenc_cli.errors import SpecError
@@ -227,23 +230,33 @@ def exact(spec: AxialSpec, part: str, element: ElementType) -> np.ndarray:
 
 
 def _pow64(base: float, exponents: np.ndarray) -> np.ndarray:
-    from posenc_cli.encodings.rope import _pow
-
-    return np.array([_pow(base, float(e)) if e else 1.0 for e in exponents], np.float64)
+    """``base ** e`` correctly rounded to float64 (60 digits decide every rounding but a near-tie, as in
+    :mod:`posenc_cli.encodings.rope`)."""
+    out = []
+    for e in exponents.tolist():
+        with decimal.localcontext() as ctx:
+            ctx.prec = 60
+            out.append(float((Decimal(e) * Decimal(base).ln()).exp()) if e else 1.0)
+    return np.array(out, np.float64)
 
 
 def _trig64_to_32(angles: np.ndarray, want_cos: bool) -> np.ndarray:
-    """``cos`` or ``sin`` of float64 angles, correctly rounded to float32."""
-    from posenc_cli.encodings import float32 as f32ops
-    from posenc_cli.encodings._exact import enclosure
-
+    """``cos`` or ``sin`` of float64 angles, correctly rounded to float32: numpy's float64 value where its error
+    (trusted to ``2**-40`` relative) proves the rounding, else enclosures of rising precision (Ziv)."""
     flat = angles.reshape(-1)
     approx = (np.cos if want_cos else np.sin)(angles)
-
-    def exact_of(i: int, digits: int) -> tuple[Fraction, Fraction]:
-        return enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
-
-    return f32ops._decided(approx, exact_of, angles.shape)
+    out, undecided = round_checked(approx, np.abs(approx) * 2.0**-40 + 2.0**-1000, np.float32)
+    out = np.asarray(out, np.float32).reshape(-1)
+    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
+        digits = 40
+        while True:
+            lo, hi = enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
+            bits = nearest_bits(lo, np.float32)
+            if bits == nearest_bits(hi, np.float32):
+                out[i] = np.array(bits, np.uint32).view(np.float32)
+                break
+            digits *= 2
+    return out.reshape(angles.shape)
 
 
 def framework(spec: AxialSpec, part: str) -> np.ndarray:
