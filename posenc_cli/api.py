@@ -8,8 +8,9 @@
 (16, 8)
 
 The functions that make tables are the makers of the registry's kinds, each by its command's name
-(:data:`posenc_cli.kinds.KINDS`: :func:`generate`, :func:`rope`, :func:`mrope`, :func:`alibi`, :func:`sincos2d`,
-:func:`detr`, :func:`relative`, :func:`window`; ``tests/test_docs.py`` holds this list to the registry), taken from it here: a kind
+(:data:`posenc_cli.kinds.KINDS`: :func:`generate`, :func:`rope`, :func:`mrope`, :func:`axial`, :func:`alibi`,
+:func:`sincos2d`, :func:`detr`, :func:`relative`, :func:`window`; ``tests/test_docs.py`` holds this list to the
+registry), taken from it here: a kind
 added to the registry is an API function without a line here. :func:`convert` is :mod:`posenc_cli.conversion`'s.
 
 This layer knows paths: it picks the format (explicitly or from the suffix), names the table, and writes every file
@@ -58,6 +59,7 @@ from .table import Table
 if TYPE_CHECKING:  # for type checkers, which do not run __getattr__: the makers the registry gives
     from .identification import identify
     from .kinds.alibi import alibi as alibi
+    from .kinds.axial import axial as axial
     from .kinds.detr import detr as detr
     from .kinds.mrope import mrope as mrope
     from .kinds.relative import relative as relative

@@ -97,6 +97,7 @@ SAMPLES = [
     ["rope", "-n", "16", "--head-dim", "8", "-o", "rope.onnx"],
     ["generate", "-n", "16", "-d", "8", "-o", "pe.gguf"],
     ["detr", "-g", "4x6", "-d", "16", "-o", "detr_pos.h"],
+    ["axial", "-m", "pixtral", "-g", "4x6", "--head-dim", "16", "-o", "axial_pixtral.h"],
 ]
 
 

@@ -210,7 +210,7 @@ def test_the_out_of_memory_advice_names_the_streaming_kinds():
 
 def test_the_check_of_kinds_fails_on_a_drifted_list():
     assert kinds_missing("RoPE caches (`posenc rope`), ALiBi (`posenc alibi`)") == [
-        "generate", "mrope", "sincos2d", "detr", "relative", "window"]  # fmt: skip
+        "generate", "mrope", "axial", "sincos2d", "detr", "relative", "window"]  # fmt: skip
 
 
 def test_every_rope_option_names_the_scalings_that_use_it():

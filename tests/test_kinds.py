@@ -75,6 +75,12 @@ SAMPLES = {
          "tokens_per_second": 2, "second_per_grid_ts": 0.5, "dtype": "int32"},
         {"model": "qwen3-vl", "prompt": "video:1x2x2,text:1,video:1x2x2", "spatial_merge_size": 1, "dtype": "int16"},
     ],
+    "axial": [
+        {"model": "pixtral", "grid": (3, 4), "head_dim": 8},
+        {"model": "qwen2.5-vl", "grid": (4, 6), "head_dim": 16, "frames": 2, "window_size": 56, "patch_size": 14,
+         "arithmetic": "framework", "dtype": "float16"},
+        {"model": "flux", "grid": (2, 4), "head_dim": 12, "axes_dim": (4, 4, 4), "text_tokens": 3, "theta": 100.0},
+    ],
 }  # fmt: skip
 
 #: The command line's own switches are options of ``posenc build`` itself, not keys of its entries.
@@ -249,9 +255,14 @@ def test_unknown_table_kinds_are_refused_by_name():
     from posenc_cli.errors import SpecError
     from posenc_cli.kinds import by_command, by_table
 
-    with pytest.raises(SpecError, match="choose one of generate, rope, mrope, alibi, sincos2d, detr, relative, window"):
+    with pytest.raises(
+        SpecError, match="choose one of generate, rope, mrope, axial, alibi, sincos2d, detr, relative, window"
+    ):
         by_command("xpos")
-    with pytest.raises(SpecError, match="regenerates sinusoidal, rope, mrope_ids, alibi, sincos2d, detr_sine, relative, window"):
+    with pytest.raises(
+        SpecError,
+        match="regenerates sinusoidal, rope, mrope_ids, axial_rope, alibi, sincos2d, detr_sine, relative, window",
+    ):
         by_table("t5")
 
 

@@ -28,7 +28,7 @@ does not take: they are options of ``posenc build`` itself.
 from __future__ import annotations
 
 from ..errors import SpecError
-from . import alibi, detr, mrope, relative, rope, sincos2d, sinusoid, window
+from . import alibi, axial, detr, mrope, relative, rope, sincos2d, sinusoid, window
 from ._shared import CONVERT, ELEMENT, INDEX_ELEMENT, OUTPUT, RUN, Kind, check
 
 __all__ = [
@@ -40,6 +40,7 @@ _MODULES = (
     sinusoid,
     rope,
     mrope,
+    axial,
     alibi,
     sincos2d,
     detr,

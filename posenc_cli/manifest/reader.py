@@ -12,7 +12,7 @@ A TOML 1.0 file with two top-level keys::
     seq_len = 8192
 
     [[table]]                   # one entry per output, built in this order
-    command = "generate"        # a table command: generate, rope, mrope, alibi, sincos2d, detr, relative, window
+    command = "generate"        # a table command: generate, rope, mrope, axial, alibi, sincos2d, detr, relative, window
     output = "tables/pe.h"      # relative to the manifest's directory (or output_dir); the suffix picks the format
     seq_len = 2048
     d_model = 512

@@ -1,0 +1,284 @@
+"""Axial RoPE of vision and image-generation models: the ``cos`` and ``sin`` a vision tower or a diffusion
+transformer passes its attention, over a patch grid (transformers 5.25, diffusers 0.42).
+
+Each style gives every token integer positions on two or three axes (:func:`positions`) and every half-width
+column ``c`` an axis ``a_c`` and an exponent ``e_c``: the column's angle is ``pos[a_c] * theta**(-e_c)``. The
+``head_dim`` columns of ``cos`` (and ``sin``) are those half-width columns laid out as the framework lays them:
+
+``pixtral`` (``PixtralVisionRotaryEmbedding``)
+    Frequencies ``theta**(-2k/d)``, ``k < d/2`` (``d = head_dim``): height takes the even ``k``, width the odd;
+    half columns ``[h: e = 4j/d | w: e = (4j + 2)/d]``, ``j < d/4``, then the half repeated: ``[h | w | h | w]``.
+    Rows: the patches row-major, positions ``(row, column)``.
+``qwen2-vl``, ``qwen2.5-vl`` (``Qwen2VLVisionRotaryEmbedding``, ``Qwen2_5_VLVisionRotaryEmbedding``)
+    Frequencies ``theta**(-2j/(d/2))``, ``j < d/4``, the same for both axes: ``[h | w | h | w]``. Rows: transformers'
+    ``get_vision_position_ids``: the patches in ``m x m`` blocks (``m`` the spatial merge size), blocks row-major,
+    row-major within a block, the image repeated for each of ``frames`` temporal patches. ``qwen2.5-vl`` then
+    reorders the rows as its vision tower does (``get_vision_window_index``): merged tokens (``m * m`` rows each)
+    taken window by window, windows of ``window_size // m // patch_size`` merged tokens per side, row-major.
+``flux`` (diffusers ``FluxPosEmbed``)
+    Three axes of ``axes_dim`` columns (``[16, 56, 56]`` in FLUX.1), axis ``i``'s frequencies
+    ``theta**(-2k/axes_dim[i])``, ``k < axes_dim[i]/2``, each repeated twice side by side (``repeat_interleave``).
+    Rows: ``text_tokens`` text ids ``(0, 0, 0)``, then ``FluxPipeline._prepare_latent_image_ids`` of the latent
+    ``H x W``: ``(0, r, c)`` over ``(H/2) x (W/2)``, row-major.
+
+``exact`` values are ``cos`` and ``sin`` of the real angle correctly rounded (the general engine,
+:func:`~posenc_cli.encodings.sinusoid.sinusoid_rows`, one column per distinct exponent). ``framework`` values
+(:func:`framework`) follow the framework's operations: transformers' float32 ``inv_freq = 1 / theta**(arange(0, D,
+2).float() / D)`` (``D = d`` for Pixtral, ``d/2`` for Qwen), ``position.float() * inv_freq``, then ``cos``/``sin``
+correctly rounded in float32 (:mod:`posenc_cli.encodings.float32`); diffusers' FLUX in float64 on CPU (``freqs_dtype``):
+``1 / theta**(arange(0, D, 2, float64) / D)`` with ``pow`` correctly rounded in float64, the float64 product with the
+position, and ``cos``/``sin`` of that float64 angle correctly rounded to float32 (diffusers rounds twice, through
+float64: the two differ only where the float64 value is within a float64 ulp of a float32 rounding boundary).
+
+Examples
+--------
+>>> spec = resolve("pixtral", (2, 3), 8)
+>>> spec.positions.tolist()
+[[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+>>> [str(e) for e in spec.exponents], spec.axes.tolist(), spec.expand.tolist()
+(['0', '1/2', '1/4', '3/4'], [0, 0, 1, 1], [0, 1, 2, 3, 0, 1, 2, 3])
+"""
+
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+
+from posenc_cli.dtypes import ElementType, nearest_bits
+from posenc_cli.encodings._exact import enclosure, round_checked
+from posenc_cli.encodings.names import AXIAL_ROPE_MODELS
+from posenc_cli.encodings.sinusoid import show, sinusoid_rows
+from posenc_cli.errors import SpecError
+
+__all__ = ["MAX_SIDE", "MAX_TOKENS", "MODELS", "AxialSpec", "exact", "framework", "resolve"]
+
+MODELS = AXIAL_ROPE_MODELS
+#: Grid sides posenc accepts, in patches (latent pixels for FLUX): past any published image.
+MAX_SIDE = 1 << 12
+#: The most rows a table may hold.
+MAX_TOKENS = 1 << 22
+#: The widest head posenc takes.
+MAX_HEAD_DIM = 1 << 12
+
+
+@dataclass(frozen=True)
+class AxialSpec:
+    """A resolved axial RoPE table: ``positions`` ``(rows, axes)`` int64, per half column its ``axes`` index and
+    ``exponents`` (the angle is ``position * theta**(-exponent)``), ``expand`` (the half column each of the
+    ``head_dim`` output columns repeats), and the framework's own frequency groups for ``framework`` arithmetic:
+    ``groups`` as ``(D, k)`` per half column, the frequency ``1 / theta**(2k / D)``."""
+
+    model: str
+    theta: float
+    positions: np.ndarray
+    axes: np.ndarray
+    exponents: tuple[Fraction, ...]
+    expand: np.ndarray
+    groups: tuple[tuple[int, int], ...]
+
+    @property
+    def head_dim(self) -> int:
+        return len(self.expand)
+
+
+def _int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise SpecError(f"{name} must be an integer from {low} to {high}, got {show(value)}", param=name)
+    return int(value)
+
+
+def _merged_order(height: int, width: int, merge: int) -> np.ndarray:
+    """transformers' ``get_vision_position_ids`` of one frame: ``(h * w, 2)`` in ``merge x merge`` blocks."""
+    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    blocks = (height // merge, merge, width // merge, merge)
+    h, w = (a.reshape(blocks).transpose(0, 2, 1, 3) for a in (rows, cols))
+    return np.stack([h.reshape(-1), w.reshape(-1)], axis=-1)
+
+
+def _window_index(frames: int, height: int, width: int, merge: int, window: int) -> np.ndarray:
+    """The merged tokens in Qwen2.5-VL's window order (``get_vision_window_index``): windows of ``window`` merged
+    tokens per side, row-major, each one's tokens row-major; frames one after another."""
+    gh, gw = height // merge, width // merge
+    order = []
+    for t in range(frames):
+        index = np.arange(gh * gw).reshape(gh, gw) + t * gh * gw
+        for wy in range(0, gh, window):
+            for wx in range(0, gw, window):
+                order.append(index[wy : wy + window, wx : wx + window].reshape(-1))
+    return np.concatenate(order)
+
+
+def resolve(
+    model: str,
+    grid: tuple[int, int],
+    head_dim: int,
+    *,
+    theta: float = 10000.0,
+    frames: int = 1,
+    spatial_merge_size: int = 2,
+    window_size: int | None = None,
+    patch_size: int = 14,
+    axes_dim: tuple[int, ...] = (16, 56, 56),
+    text_tokens: int = 0,
+) -> AxialSpec:
+    """Check a style's parameters and lay out its table (the module docstring says how); ``SpecError`` naming the
+    parameter otherwise. ``window_size`` (pixels) and ``patch_size`` are Qwen2.5-VL's window reordering (none when
+    ``window_size`` is not given); ``axes_dim`` and ``text_tokens`` are FLUX's."""
+    if model not in MODELS:
+        raise SpecError(f"model must be one of {', '.join(MODELS)}, got {model!r}", param="model")
+    height, width = (_int(side, "grid", 1, MAX_SIDE) for side in grid)
+    d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
+    axes: list[int] = []
+    exponents: list[Fraction] = []
+    groups: list[tuple[int, int]] = []
+    if model == "flux":
+        if height % 2 or width % 2:
+            raise SpecError(
+                f"FLUX packs the latent in 2x2 patches: its sides must be even, got {height}x{width}", param="grid"
+            )
+        if not axes_dim or any(
+            isinstance(a, bool) or not isinstance(a, (int, np.integer)) or a < 2 or a % 2 for a in axes_dim
+        ):
+            raise SpecError(f"axes_dim must be positive even integers, got {list(axes_dim)!r}", param="axes_dim")
+        if len(axes_dim) != 3:
+            raise SpecError(
+                f"axes_dim must be three widths (FLUX's ids are (0, row, column)), got {list(axes_dim)!r}",
+                param="axes_dim",
+            )
+        if sum(axes_dim) != d:
+            raise SpecError(
+                f"axes_dim must add up to head_dim = {d}, got {list(axes_dim)} (sum {sum(axes_dim)})", param="axes_dim"
+            )
+        tokens = _int(text_tokens, "text_tokens", 0, MAX_TOKENS)
+        expand: list[int] = []
+        for axis, dim in enumerate(int(a) for a in axes_dim):
+            for k in range(dim // 2):
+                expand += [len(axes), len(axes)]
+                axes.append(axis)
+                exponents.append(Fraction(2 * k, dim))
+                groups.append((dim, k))
+        h2, w2 = height // 2, width // 2
+        image = np.zeros((h2 * w2, 3), np.int64)
+        image[:, 1] = np.repeat(np.arange(h2), w2)
+        image[:, 2] = np.tile(np.arange(w2), h2)
+        positions = np.concatenate([np.zeros((tokens, 3), np.int64), image])
+        return AxialSpec(model, theta, positions, np.array(axes), tuple(exponents), np.array(expand), tuple(groups))
+    if d % 4:
+        raise SpecError(
+            f"head_dim must be a multiple of 4 (two axes, each a cos and sin half), got {d}", param="head_dim"
+        )
+    quarter = d // 4
+    if model == "pixtral":
+        for axis in (0, 1):
+            for j in range(quarter):
+                axes.append(axis)
+                exponents.append(Fraction(4 * j + 2 * axis, d))
+                groups.append((d, 2 * j + axis))
+        positions = np.stack([np.repeat(np.arange(height), width), np.tile(np.arange(width), height)], axis=-1)
+    else:
+        merge = _int(spatial_merge_size, "spatial_merge_size", 1, 16)
+        count = _int(frames, "frames", 1, MAX_SIDE)
+        if height % merge or width % merge:
+            raise SpecError(
+                f"the grid's sides must be multiples of spatial_merge_size {merge}, got {height}x{width}", param="grid"
+            )
+        for axis in (0, 1):
+            for j in range(quarter):
+                axes.append(axis)
+                exponents.append(Fraction(2 * j, d // 2))
+                groups.append((d // 2, j))
+        positions = np.tile(_merged_order(height, width, merge), (count, 1))
+        if window_size is not None:
+            if model != "qwen2.5-vl":
+                raise SpecError("window_size reorders Qwen2.5-VL's rows; qwen2-vl has no windows", param="window_size")
+            size = _int(window_size, "window_size", 1, 1 << 16)
+            patch = _int(patch_size, "patch_size", 1, 1 << 10)
+            window = size // merge // patch
+            if window < 1:
+                raise SpecError(
+                    f"window_size {size} is less than one merged token ({merge} x {patch} px)", param="window_size"
+                )
+            unit = merge * merge
+            order = _window_index(count, height, width, merge, window)
+            positions = positions.reshape(-1, unit, 2)[order].reshape(-1, 2)
+    if len(positions) > MAX_TOKENS:
+        raise SpecError(f"the table would be {len(positions)} rows, more than {MAX_TOKENS}", param="grid")
+    half = len(axes)
+    expand_arr = np.concatenate([np.arange(half), np.arange(half)])
+    return AxialSpec(model, theta, positions, np.array(axes), tuple(exponents), expand_arr, tuple(groups))
+
+
+def exact(spec: AxialSpec, part: str, element: ElementType) -> np.ndarray:
+    """The ``(rows, head_dim)`` ``cos`` or ``sin`` (``part``) of ``spec``, every value the real one correctly
+    rounded, in ``element``'s storage."""
+    quantisation = {"quant_scale": element.scale, "zero_point": element.zero_point} if element.scale else {}
+    stop = int(spec.positions.max(initial=0)) + 1
+    half = np.empty((len(spec.positions), len(spec.exponents)), element.storage)
+    by_denom: dict[int, list[int]] = {}
+    for c, e in enumerate(spec.exponents):
+        by_denom.setdefault(e.denominator, []).append(c)
+    for denom, cols in by_denom.items():
+        columns = [(int(spec.exponents[c] * denom), part) for c in cols]
+        table = sinusoid_rows(0, stop, columns, denom=denom, base=spec.theta, dtype=element.name, **quantisation)  # type: ignore[arg-type]
+        for i, c in enumerate(cols):
+            half[:, c] = table[spec.positions[:, spec.axes[c]], i]
+    return np.ascontiguousarray(half[:, spec.expand])
+
+
+def _pow64(base: float, exponents: np.ndarray) -> np.ndarray:
+    """``base ** e`` correctly rounded to float64 (60 digits decide every rounding but a near-tie, as in
+    :mod:`posenc_cli.encodings.rope`)."""
+    out = []
+    for e in exponents.tolist():
+        with decimal.localcontext() as ctx:
+            ctx.prec = 60
+            out.append(float((Decimal(e) * Decimal(base).ln()).exp()) if e else 1.0)
+    return np.array(out, np.float64)
+
+
+def _trig64_to_32(angles: np.ndarray, want_cos: bool) -> np.ndarray:
+    """``cos`` or ``sin`` of float64 angles, correctly rounded to float32: numpy's float64 value where its error
+    (trusted to ``2**-40`` relative) proves the rounding, else enclosures of rising precision (Ziv)."""
+    flat = angles.reshape(-1)
+    approx = (np.cos if want_cos else np.sin)(angles)
+    out, undecided = round_checked(approx, np.abs(approx) * 2.0**-40 + 2.0**-1000, np.float32)
+    out = np.asarray(out, np.float32).reshape(-1)
+    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
+        digits = 40
+        while True:
+            lo, hi = enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
+            bits = nearest_bits(lo, np.float32)
+            if bits == nearest_bits(hi, np.float32):
+                out[i] = np.array(bits, np.uint32).view(np.float32)
+                break
+            digits *= 2
+    return out.reshape(angles.shape)
+
+
+def framework(spec: AxialSpec, part: str) -> np.ndarray:
+    """The ``(rows, head_dim)`` float32 ``cos`` or ``sin`` as the framework computes it (the module docstring)."""
+    from posenc_cli.encodings import float32 as f32ops
+
+    want_cos = part == "cos"
+    pos = spec.positions[:, spec.axes]
+    if spec.model == "flux":
+        inv = np.empty(len(spec.groups), np.float64)
+        for dim in sorted({g[0] for g in spec.groups}):
+            cols = [c for c, g in enumerate(spec.groups) if g[0] == dim]
+            e = np.arange(0, dim, 2, dtype=np.float64)[: dim // 2] / np.float64(dim)
+            inv[cols] = 1.0 / _pow64(spec.theta, e)[[spec.groups[c][1] for c in cols]]
+        angles = pos.astype(np.float32).astype(np.float64) * inv
+        half = _trig64_to_32(angles, want_cos)
+    else:
+        dim = spec.groups[0][0]
+        e = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
+        table = (np.float32(1) / f32ops.pow_(np.full(e.shape, np.float32(spec.theta)), e)).astype(np.float32)
+        inv = table[[g[1] for g in spec.groups]]
+        angles = (pos.astype(np.float32) * inv).astype(np.float32)
+        half = (f32ops.cos if want_cos else f32ops.sin)(angles)
+        half = (half * np.float32(1.0)).astype(np.float32)  # attention_scaling 1.0: exact
+    return np.ascontiguousarray(half[:, spec.expand])

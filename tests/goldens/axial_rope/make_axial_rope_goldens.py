@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Make axial RoPE goldens (``posenc axial``) with the frameworks' own vision towers and FLUX's position embedder.
+
+This script is NOT part of posenc and is never imported by the test suite: it runs in a throwaway virtual
+environment with torch (CPU), transformers, diffusers and numpy, and writes ``<name>.npz`` files (``cos``, ``sin``,
+float32) and ``manifest.json`` (each golden's posenc parameters and the library versions) that the suite reads
+without any of those libraries. README.md beside this file gives the commands.
+
+The transformers goldens run the model itself: a vision tower of the published geometry (hidden size, heads,
+patch and merge sizes, window size, rope theta) with one layer and random weights, fed pixels of the given grid; a
+forward pre-hook on its first layer records the ``position_embeddings`` (cos, sin) the tower passes its attention,
+after every reordering the tower applies. The FLUX golden calls diffusers' ``FluxPosEmbed`` on the ids
+``FluxPipeline`` builds (``torch.zeros(text_len, 3)`` for the text, ``_prepare_latent_image_ids`` for the latent).
+No framework arithmetic is written here.
+
+The .npz members carry a fixed zip timestamp and deflate level, so a re-run with the same versions gives identical
+bytes. ``--check`` recomputes everything and compares it with the files on disk without writing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import platform
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# torchvision's CUDA build cannot load its kernels beside CPU torch; transformers and diffusers only need the
+# operator schemas to exist when they import it.
+_LIB = torch.library.Library("torchvision", "DEF")
+_LIB.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+_LIB.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+
+import diffusers  # noqa: E402
+import transformers  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "manifest.json"
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def _capture(model: torch.nn.Module, layer: torch.nn.Module, *args: object, **kwargs: object) -> tuple:
+    seen: dict[str, tuple] = {}
+
+    def hook(module: torch.nn.Module, a: tuple, kw: dict) -> None:
+        seen.setdefault("pe", kw["position_embeddings"])
+
+    handle = layer.register_forward_pre_hook(hook, with_kwargs=True)
+    with torch.no_grad():
+        model(*args, **kwargs)
+    handle.remove()
+    cos, sin = seen["pe"]
+    return cos.reshape(-1, cos.shape[-1]).numpy(), sin.reshape(-1, sin.shape[-1]).numpy()
+
+
+def pixtral(height: int, width: int, head_dim: int, theta: float) -> tuple:
+    from transformers import PixtralVisionConfig, PixtralVisionModel
+
+    heads = 16
+    config = PixtralVisionConfig(
+        hidden_size=head_dim * heads, num_attention_heads=heads, num_hidden_layers=1, intermediate_size=64,
+        patch_size=16, image_size=1024, rope_parameters={"rope_type": "axial", "rope_theta": theta},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = PixtralVisionModel(config).eval()
+    pixels = torch.randn(1, 3, 16 * height, 16 * width)
+    return _capture(model, model.transformer.layers[0], pixels, image_sizes=[(16 * height, 16 * width)])
+
+
+def qwen_vl(model_name: str, frames: int, height: int, width: int, head_dim: int, theta: float, window: int) -> tuple:
+    heads = 16
+    common = {"depth": 1, "num_heads": heads, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
+    common["rope_parameters"] = {"rope_type": "axial", "rope_theta": theta}
+    if model_name == "qwen2-vl":
+        from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+        from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
+
+        config = Qwen2VLVisionConfig(embed_dim=head_dim * heads, hidden_size=64, mlp_ratio=1, **common)
+        cls = m.Qwen2VisionTransformerPretrainedModel
+    else:
+        from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as m
+        from transformers.models.qwen2_5_vl.configuration_qwen2_5_vl import Qwen2_5_VLVisionConfig
+
+        config = Qwen2_5_VLVisionConfig(
+            hidden_size=head_dim * heads, intermediate_size=64, out_hidden_size=64, window_size=window,
+            fullatt_block_indexes=[], **common,
+        )  # fmt: skip
+        cls = m.Qwen2_5_VisionTransformerPretrainedModel
+    torch.manual_seed(0)
+    model = cls(config).eval()
+    patches = frames * height * width
+    pixels = torch.randn(patches, 3 * 2 * 14 * 14)
+    grid = torch.tensor([[frames, height, width]])
+    return _capture(model, model.blocks[0], pixels, grid_thw=grid)
+
+
+def flux(text: int, latent_h: int, latent_w: int, axes_dim: list[int], theta: float) -> tuple:
+    from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+    from diffusers.pipelines.flux.pipeline_flux import FluxPipeline
+
+    text_ids = torch.zeros(text, 3)
+    image_ids = FluxPipeline._prepare_latent_image_ids(1, latent_h // 2, latent_w // 2, "cpu", torch.float32)
+    ids = torch.cat((text_ids, image_ids), dim=0)
+    cos, sin = FluxPosEmbed(theta=int(theta), axes_dim=axes_dim)(ids)
+    return cos.numpy(), sin.numpy()
+
+
+#: name -> (posenc parameters, maker)
+CASES = {
+    "pixtral_12b_16x24_hd64": (
+        {"model": "pixtral", "grid": [16, 24], "head_dim": 64, "theta": 10000.0},
+        lambda: pixtral(16, 24, 64, 10000.0),
+    ),
+    "pixtral_5x3_hd16_theta100": (
+        {"model": "pixtral", "grid": [5, 3], "head_dim": 16, "theta": 100.0},
+        lambda: pixtral(5, 3, 16, 100.0),
+    ),
+    "qwen2_vl_8x12_hd80": (
+        {"model": "qwen2-vl", "grid": [8, 12], "head_dim": 80, "theta": 10000.0, "spatial_merge_size": 2},
+        lambda: qwen_vl("qwen2-vl", 1, 8, 12, 80, 10000.0, 112),
+    ),
+    "qwen2_5_vl_8x12_hd80_window112": (
+        {
+            "model": "qwen2.5-vl",
+            "grid": [8, 12],
+            "head_dim": 80,
+            "theta": 10000.0,
+            "spatial_merge_size": 2,
+            "window_size": 112,
+            "patch_size": 14,
+        },
+        lambda: qwen_vl("qwen2.5-vl", 1, 8, 12, 80, 10000.0, 112),
+    ),  # fmt: skip
+    "qwen2_5_vl_video_2x20x12_hd80_window112": (
+        {
+            "model": "qwen2.5-vl",
+            "grid": [20, 12],
+            "frames": 2,
+            "head_dim": 80,
+            "theta": 10000.0,
+            "spatial_merge_size": 2,
+            "window_size": 112,
+            "patch_size": 14,
+        },
+        lambda: qwen_vl("qwen2.5-vl", 2, 20, 12, 80, 10000.0, 112),
+    ),  # fmt: skip
+    "flux_text4_latent4x6": (
+        {
+            "model": "flux",
+            "grid": [4, 6],
+            "head_dim": 128,
+            "theta": 10000.0,
+            "axes_dim": [16, 56, 56],
+            "text_tokens": 4,
+        },
+        lambda: flux(4, 4, 6, [16, 56, 56], 10000.0),
+    ),  # fmt: skip
+    "flux_text2_latent64x96": (
+        {
+            "model": "flux",
+            "grid": [64, 96],
+            "head_dim": 128,
+            "theta": 10000.0,
+            "axes_dim": [16, 56, 56],
+            "text_tokens": 2,
+        },
+        lambda: flux(2, 64, 96, [16, 56, 56], 10000.0),
+    ),  # fmt: skip
+}
+
+
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, member.getvalue(), compresslevel=9)
+    return buffer.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="recompute and compare with the files; write nothing")
+    args = parser.parse_args(argv)
+    manifest = {
+        "generator": "tests/goldens/axial_rope/make_axial_rope_goldens.py",
+        "versions": {
+            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "diffusers": diffusers.__version__, "numpy": np.__version__,
+        },
+        "goldens": {},
+    }  # fmt: skip
+    stale = []
+    for name, (params, make) in CASES.items():
+        cos, sin = make()
+        assert cos.dtype == np.float32 and sin.dtype == np.float32, (name, cos.dtype)
+        manifest["goldens"][name] = {"file": f"{name}.npz", "params": params, "shape": list(cos.shape)}
+        data = _npz({"cos": cos, "sin": sin})
+        path = HERE / f"{name}.npz"
+        if args.check:
+            if not path.exists() or path.read_bytes() != data:
+                stale.append(path.name)
+        else:
+            path.write_bytes(data)
+    text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    if args.check:
+        if not MANIFEST.exists() or MANIFEST.read_text() != text:
+            stale.append(MANIFEST.name)
+        print("stale: " + ", ".join(stale) if stale else "up to date")
+        return 1 if stale else 0
+    MANIFEST.write_text(text)
+    print(f"wrote {len(CASES)} goldens and {MANIFEST.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
