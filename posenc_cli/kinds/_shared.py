@@ -157,12 +157,13 @@ RUN: tuple[Param, ...] = (
 def arithmetic(followed: str, *more: str) -> Param:
     """A kind's ``arithmetic`` parameter: ``exact`` (every value correctly rounded from the real formula: the
     default, and not recorded) or ``framework`` (the values the code the kind follows computes, ``followed``: its
-    float32 operations in its order, each elementary function correctly rounded), and the kind's ``more`` modes
+    operations in its order and in its types (float32, or float64 where that code uses it), each elementary function
+    correctly rounded in its type), and the kind's ``more`` modes
     (RoPE's ``ggml``). Recorded only when it is not ``exact``, so exact tables keep their bytes."""
     return Param(
         "arithmetic",
         Choice(("exact", "framework", *more)),
-        f"exact: every value correctly rounded; framework: the float32 operations of {followed}, each function "
+        f"exact: every value correctly rounded; framework: the operations of {followed}, in its types, each function "
         "correctly rounded (docs/tables.md).",
         default="exact",
     )

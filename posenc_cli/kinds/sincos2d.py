@@ -43,7 +43,7 @@ PARAMS: tuple[Param, ...] = (
     Param("d_model", D_MODEL, "Embedding width, a multiple of 4.", required=True, short="-d", always_recorded=True),
     Param("cls_token", BOOLEAN, "Prepend MAE's all-zero class-token row.", default=False),
     Param("base", BASE, "Wavelength base.", default=10000.0, always_recorded=True),
-    arithmetic("HF ViTMAE build_2d_sinusoidal_position_embedding, which computes in float64 (so do MAE and diffusers)"),
+    arithmetic("MAE's get_2d_sincos_pos_embed (float64; HF ViTMAE's, diffusers')"),
 )
 
 
