@@ -82,7 +82,7 @@ SAMPLES = [
         "mrope",
         "-m",
         "qwen2.5-vl",
-        "-p",
+        "--prompt",
         "text:4,image:1x8x12,text:4,video:2x8x12,text:8",
         "--tokens-per-second",
         "2",

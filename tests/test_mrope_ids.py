@@ -80,7 +80,7 @@ def test_the_ids_file_feeds_rope_and_gives_transformers_caches(tmp_path, name):
     config = name.split("_")[0]
     ids = tmp_path / "ids.npy"
     extra = [w for k, v in given.items() for w in (f"--{k.replace('_', '-')}", v)]
-    assert run("mrope", "-m", model, "-p", prompt, *extra, "-o", ids).exit_code == 0
+    assert run("mrope", "-m", model, "--prompt", prompt, *extra, "-o", ids).exit_code == 0
     out = tmp_path / "rope.npz"
     result = run(
         "rope", "--config", ROPE / "configs" / config, "--position-ids", ids, "--arithmetic", "framework", "-o", out
@@ -106,7 +106,7 @@ def test_the_ids_file_feeds_rope_and_gives_transformers_caches(tmp_path, name):
 def test_the_cli_writes_ids_that_verify_and_inspect_read_back(tmp_path):
     out = tmp_path / "ids.npz"
     prompt = "text:4,image:1x8x12,text:4,video:2x8x12,text:8"
-    result = run("mrope", "-m", "qwen2.5-vl", "-p", prompt, "--tokens-per-second", 2, "-o", out)
+    result = run("mrope", "-m", "qwen2.5-vl", "--prompt", prompt, "--tokens-per-second", 2, "-o", out)
     assert result.exit_code == 0, result.output
     table = api.load(out)
     assert table.kind == "mrope_ids" and table.params["rope_deltas"] == -60 and table.params["prompt"] == prompt
@@ -118,23 +118,23 @@ def test_the_cli_writes_ids_that_verify_and_inspect_read_back(tmp_path):
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["-m", "qwen2-vl", "-p", "text:3,picture:1x8x12"], ["prompt item 2 'picture:1x8x12' must be text:N"]),
-        (["-m", "qwen2-vl", "-p", "text:3,image:8x12"], ["prompt item 2 'image:8x12'"]),
-        (["-m", "qwen2-vl", "-p", "text:1x2x2"], ["prompt item 1"]),
-        (["-m", "qwen2-vl", "-p", "text:0"], ["text must be 1 to"]),
-        (["-m", "qwen2-vl", "-p", "image:1x4097x2"], ["each of T, H, W must be 1 to 4096"]),
-        (["-m", "qwen2-vl", "-p", "text:2,,text:1"], ["prompt item 2 ''"]),
-        (["-m", "qwen2-vl", "-p", ""], ["prompt must be items"]),
-        (["-m", "qwen2-vl", "-p", "image:1x3x4"], ["multiples of the spatial merge size 2"]),
-        (["-m", "qwen2-vl", "-p", "image:1x4x4,image:1x4x4"], ["prompt items 1 and 2 are images with no text"]),
-        (["-m", "qwen3-vl", "-p", "text:1,video:2x4x4"], ["write the video as 2 video:1x4x4 items"]),
-        (["-m", "qwen2.5-vl", "-p", "video:2x4x4"], ["need tokens_per_second"]),
-        (["-m", "qwen2-vl", "-p", "text:1", "--tokens-per-second", "2"], ["qwen2-vl does not take it"]),
-        (["-m", "glm-4.1v", "-p", "text:1", "--second-per-grid-ts", "1"], ["glm-4.1v does not take it"]),
-        (["-m", "qwen2-vl", "-p", "text:1048576,text:1"], ["more than 1048576"]),
-        (["-m", "qwen2-vl", "-p", "text:200", "--dtype", "int8"], ["more than int8 holds"]),
-        (["-m", "qwen2-vl", "-p", "text:1", "--spatial-merge-size", "0"], ["spatial-merge-size"]),
-        (["-m", "gpt", "-p", "text:1"], ["gpt"]),
+        (["-m", "qwen2-vl", "--prompt", "text:3,picture:1x8x12"], ["prompt item 2 'picture:1x8x12' must be text:N"]),
+        (["-m", "qwen2-vl", "--prompt", "text:3,image:8x12"], ["prompt item 2 'image:8x12'"]),
+        (["-m", "qwen2-vl", "--prompt", "text:1x2x2"], ["prompt item 1"]),
+        (["-m", "qwen2-vl", "--prompt", "text:0"], ["text must be 1 to"]),
+        (["-m", "qwen2-vl", "--prompt", "image:1x4097x2"], ["each of T, H, W must be 1 to 4096"]),
+        (["-m", "qwen2-vl", "--prompt", "text:2,,text:1"], ["prompt item 2 ''"]),
+        (["-m", "qwen2-vl", "--prompt", ""], ["prompt must be items"]),
+        (["-m", "qwen2-vl", "--prompt", "image:1x3x4"], ["multiples of the spatial merge size 2"]),
+        (["-m", "qwen2-vl", "--prompt", "image:1x4x4,image:1x4x4"], ["prompt items 1 and 2 are images with no text"]),
+        (["-m", "qwen3-vl", "--prompt", "text:1,video:2x4x4"], ["write the video as 2 video:1x4x4 items"]),
+        (["-m", "qwen2.5-vl", "--prompt", "video:2x4x4"], ["need tokens_per_second"]),
+        (["-m", "qwen2-vl", "--prompt", "text:1", "--tokens-per-second", "2"], ["qwen2-vl does not take it"]),
+        (["-m", "glm-4.1v", "--prompt", "text:1", "--second-per-grid-ts", "1"], ["glm-4.1v does not take it"]),
+        (["-m", "qwen2-vl", "--prompt", "text:1048576,text:1"], ["more than 1048576"]),
+        (["-m", "qwen2-vl", "--prompt", "text:200", "--dtype", "int8"], ["more than int8 holds"]),
+        (["-m", "qwen2-vl", "--prompt", "text:1", "--spatial-merge-size", "0"], ["spatial-merge-size"]),
+        (["-m", "gpt", "--prompt", "text:1"], ["gpt"]),
     ],
 )
 def test_a_bad_prompt_is_refused_in_one_line(tmp_path, args, fragments):

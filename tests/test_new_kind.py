@@ -79,7 +79,7 @@ KIND = Kind(
 
 def registered(text: str) -> str:
     """``kinds/__init__.py`` with ``ramp`` added to its registry: its name in the import, its line in the list."""
-    import_line = "from . import alibi, relative, rope, sincos2d, sinusoid, window\n"
+    import_line = "from . import alibi, axial, detr, mrope, relative, rope, sincos2d, sinusoid, window\n"
     last = "    window,\n)\n"
     assert import_line in text and last in text, "the registry's lines moved: update this test"
     text = text.replace(import_line, import_line.replace("alibi, ", "alibi, ramp, "))

@@ -45,6 +45,10 @@ BASE: dict[str, dict[str, Any]] = {
     "sincos2d": {"grid": (2, 2), "d_model": 8},
     "relative": {"scheme": "t5", "query_length": 4},
     "window": {"scheme": "swinv2", "window": (2, 2)},
+    "mrope": {"model": "qwen2.5-vl", "prompt": "text:2,video:2x2x2,text:1", "tokens_per_second": 2,
+              "second_per_grid_ts": 1.0},
+    "axial": {"model": "qwen2.5-vl", "grid": (2, 2), "head_dim": 8},
+    "detr": {"grid": (2, 2), "d_model": 8},
 }
 _YARN = {"scaling": "yarn", "factor": 4.0, "original_max_positions": 4096}
 #: What makes a parameter apply (a scaling mode's parameter needs its mode).
@@ -62,8 +66,8 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "scale": {"dtype": "int8"},
     "zero_point": {"dtype": "int8", "scale": 0.01},
 }  # fmt: skip
-#: How many numbers a list parameter holds here (head_dim 8: four frequencies; M-RoPE: three sections).
-LENGTH = {"short_factor": 4, "long_factor": 4, "mrope_section": 3}
+#: How many numbers a list parameter holds here (head_dim 8: four frequencies; M-RoPE and FLUX: three sections).
+LENGTH = {"short_factor": 4, "long_factor": 4, "mrope_section": 3, "no_rope_layers": 2, "axes_dim": 3}
 
 
 def numeric(kind: ValueType) -> bool:

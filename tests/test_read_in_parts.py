@@ -145,11 +145,21 @@ def test_the_suite_has_files_to_read():
 
 @pytest.mark.parametrize("path", suite_files(), ids=lambda p: p.name)
 def test_every_file_the_suite_inspects_gives_the_same_facts(path):
-    """sha256, min, max and nbytes (and all else inspect --json says) are byte for byte those of the whole read."""
+    """sha256, min, max and nbytes (and all else inspect --json says) are byte for byte those of the whole read; a
+    golden posenc does not read (tests/goldens/framework_grids/deberta.npz: 131 arrays, past the 65 members posenc
+    reads) is refused alike both ways."""
+    try:
+        whole = posenc_cli.load(path)
+    except FormatError as exc:
+        with pytest.raises(FormatError) as parts:
+            with opened(path):
+                pass
+        assert str(parts.value) == str(exc)
+        return
     with opened(path) as table:
         assert all(isinstance(a, FileArray) for a in table.arrays.values() if a.ndim and a.size)
         in_parts = json.dumps(describe(table), sort_keys=True)
-    assert in_parts == json.dumps(describe(posenc_cli.load(path)), sort_keys=True)
+    assert in_parts == json.dumps(describe(whole), sort_keys=True)
 
 
 def test_q7_extremes_come_from_the_codes(tmp_path, small_blocks):

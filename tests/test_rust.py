@@ -55,6 +55,9 @@ BASE = {
     "sincos2d": SAMPLES["sincos2d"][0],
     "relative": SAMPLES["relative"][0],
     "window": SAMPLES["window"][2],
+    "mrope": SAMPLES["mrope"][0],
+    "axial": SAMPLES["axial"][0],
+    "detr": SAMPLES["detr"][0],
 }
 
 
@@ -62,7 +65,7 @@ def cases() -> list[tuple[str, dict[str, object]]]:
     """(command, values): every sample of every kind, and each kind's base sample in every element type."""
     out = [(command, values) for command, samples in SAMPLES.items() for values in samples]
     for command, base in BASE.items():
-        types = INDEX_TYPES if command in ("relative", "window") else FLOAT_TYPES
+        types = INDEX_TYPES if command in ("relative", "window", "mrope") else FLOAT_TYPES
         out += [(command, {**base, **types_, **_saturated(types_)}) for types_ in types]
     return out
 

@@ -58,7 +58,9 @@ __all__ = ["MAX_SIDE", "MAX_TOKENS", "MODELS", "AxialSpec", "exact", "framework"
 
 MODELS = AXIAL_ROPE_MODELS
 #: Grid sides posenc accepts, in patches (latent pixels for FLUX): past any published image.
-MAX_SIDE = 1 << 12
+MAX_SIDE = 1 << 16
+#: Temporal patches of a video (grid_thw's T).
+MAX_FRAMES = 1 << 12
 #: The most rows a table may hold.
 MAX_TOKENS = 1 << 22
 #: The widest head posenc takes.
@@ -181,7 +183,7 @@ def resolve(
         positions = np.stack([np.repeat(np.arange(height), width), np.tile(np.arange(width), height)], axis=-1)
     else:
         merge = _int(spatial_merge_size, "spatial_merge_size", 1, 16)
-        count = _int(frames, "frames", 1, MAX_SIDE)
+        count = _int(frames, "frames", 1, MAX_FRAMES)
         if height % merge or width % merge:
             raise SpecError(
                 f"the grid's sides must be multiples of spatial_merge_size {merge}, got {height}x{width}", param="grid"

@@ -48,9 +48,10 @@ from posenc_cli.errors import SpecError
 
 __all__ = ["EPS", "MAX_SIDE", "OFFSETS", "check", "exact", "framework", "sums"]
 
-#: The cells per side posenc takes: DETR's feature maps are an image side / 32 (Deformable DETR's finest / 8), so
-#: 4096 is a 32k-pixel image; a mask file is refused past it before it is read whole.
-MAX_SIDE = 1 << 12
+#: The cells per side posenc takes, as every grid kind (DETR's feature maps are an image side / 32, Deformable
+#: DETR's finest / 8); the table's memory is checked before anything is made. A mask file's sides stop at 4096 (a
+#: 32k-pixel image): it is refused past them before it is read whole.
+MAX_SIDE = 1 << 16
 #: DETR's ``eps``, the decimal the source writes.
 EPS = Fraction(1, 10**6)
 #: The offset subtracted before normalising, by variant.

@@ -24,7 +24,7 @@ from ..dtypes import INDEX_DTYPES
 from ..errors import SpecError
 from ..formats import FORMAT_NAMES, FORMATS
 from ..formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
-from ..params import BOOLEAN, ELEMENT_TYPE, INTEGER, NUMBER, TEXT, Choice, Param, ValueType, spell
+from ..params import BOOLEAN, ELEMENT_TYPE, GRID, INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong, spell
 from ..ranges import Range
 from ..table import Table
 
@@ -54,6 +54,26 @@ BASE_RANGE = Range(
     "2**32 / 1e12 < 0.005 rad over every position posenc makes",
 )
 BASE = NUMBER.within(BASE_RANGE)
+# A parameter name is one declaration on every kind that takes it (tests/test_ranges.py): those several kinds share.
+#: RoPE's wavelength base, ``rope_theta`` (``rope``, ``axial``).
+THETA = NUMBER.within(BASE_RANGE)
+HEAD_DIM_RANGE = Range(
+    "2 <= x <= 2**16",
+    "RoPE rotates pairs; heads are 64 to 512 wide (DeepSeek's rotary part 64, Gemma 4's global heads 512)",
+)
+#: An attention head's width (``rope``, ``axial``).
+HEAD_DIM = INTEGER.within(HEAD_DIM_RANGE)
+_GRID_SIDE = Range(
+    "1 <= x <= 2**16", "cells per side of a patch grid or feature map (ViT 14 to 64, DETR an image side / 32)"
+)
+#: A patch grid or feature map, ``H`` or ``HxW`` (``sincos2d``, ``detr``, ``axial``) ...
+GRID_SIDES = GRID.within(_GRID_SIDE)
+#: ... and each side as a table records it (``grid_height``, ``grid_width``).
+GRID_SIDE = INTEGER.within(_GRID_SIDE)
+#: Patches merged along each side into one token (``mrope``, ``axial``).
+SPATIAL_MERGE_SIZE = INTEGER.within(
+    Range("1 <= x <= 16", "patches merged along each side into one token: 2 in every published Qwen-VL and GLM-4.1V")
+)
 SCALE = NUMBER.within(
     Range(
         "2**-126 <= x <= 2**127",
@@ -253,6 +273,29 @@ def check(params: tuple[Param, ...], **values: object) -> None:
         kind = by_name[name].type
         if value is not None and not kind.holds(value):
             raise SpecError(f"{name} must be {kind.expected}, got {spell(value)}", param=name)
+
+
+def read_as(params: tuple[Param, ...], name: str, value: object) -> Any:
+    """An API keyword read as its parameter's type reads a Python value (a list keyword as a tuple of its items: a
+    single integer is a list of one); ``None`` stays ``None``; :class:`~posenc_cli.errors.SpecError` naming it for a
+    value of another type or outside the range.
+
+    Examples
+    --------
+    >>> from posenc_cli.kinds.axial import PARAMS
+    >>> read_as(PARAMS, "axes_dim", [16, 56, 56])
+    (16, 56, 56)
+    >>> read_as(PARAMS, "axes_dim", [1, 2])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    posenc_cli.errors.SpecError: axes_dim must be ... each with 2 <= x <= 4096, e.g. [16, 24, 24], got [1, 2]
+    """
+    if value is None:
+        return None
+    kind = next(p.type for p in params if p.name == name)
+    try:
+        return kind.from_value(value)
+    except Wrong:
+        raise SpecError(f"{name} must be {kind.expected}, got {spell(value)}", param=name) from None
 
 
 def same_names(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:

@@ -13,22 +13,29 @@ from ..dtypes import ElementType
 from ..encodings.names import AXIAL_ROPE_MODELS
 from ..encodings.sinusoid import check_base
 from ..errors import SpecError
-from ..params import GRID, INTEGER, INTEGERS, TEXT, Choice, Param, ValueType
+from ..params import INTEGER, INTEGERS, TEXT, Choice, Param, ValueType
 from ..ranges import Range
 from ..saturation import check_saturate, may_clip, refuse_clipping
 from ..system.capacity import check_memory
 from ..table import Param as Value
 from ..table import Table
-from ._shared import BASE, ELEMENT_KEYS, QUANTISATION, Kind, arithmetic, check
+from ._shared import (
+    ELEMENT_KEYS,
+    GRID_SIDE,
+    GRID_SIDES,
+    HEAD_DIM,
+    QUANTISATION,
+    SPATIAL_MERGE_SIZE,
+    THETA,
+    Kind,
+    arithmetic,
+    check,
+    read_as,
+)
 
 __all__ = ["KIND", "PARAMS", "axial"]
 
-_SIDE = Range("1 <= x <= 4096", "patches per side (latent pixels for flux): Qwen2.5-VL's largest image is 1171")
-GRID_SIDES = GRID.within(_SIDE)
-GRID_SIDE = INTEGER.within(_SIDE)
-HEAD_DIM = INTEGER.within(Range("2 <= x <= 4096", "the attention head's width: 64 Pixtral, 80 Qwen-VL, 128 FLUX"))
 FRAMES = INTEGER.within(Range("1 <= x <= 4096", "temporal patches of a video (grid_thw's T): 1 for an image"))
-MERGE = INTEGER.within(Range("1 <= x <= 16", "patches merged along each side into one token: 2 in Qwen-VL"))
 WINDOW = INTEGER.within(Range("1 <= x <= 65536", "pixels per window side: 112 in Qwen2.5-VL"))
 PATCH = INTEGER.within(Range("1 <= x <= 1024", "pixels per patch side: 14 in Qwen-VL"))
 TEXT_TOKENS = INTEGER.within(Range("0 <= x <= 2**22", "text tokens before the image: 512 in FLUX.1-dev's pipeline"))
@@ -44,9 +51,9 @@ PARAMS: tuple[Param, ...] = (
         short="-g",
     ),
     Param("head_dim", HEAD_DIM, "Attention head width (a multiple of 4; flux: sum of axes_dim).", required=True),
-    Param("theta", BASE, "rope_theta.", default=10000.0, always_recorded=True),
+    Param("theta", THETA, "rope_theta.", default=10000.0, always_recorded=True),
     Param("frames", FRAMES, "qwen: temporal patches (grid_thw's T).  [default: 1]"),
-    Param("spatial_merge_size", MERGE, "qwen: the vision config's spatial_merge_size.  [default: 2]"),
+    Param("spatial_merge_size", SPATIAL_MERGE_SIZE, "qwen: the vision config's spatial_merge_size.  [default: 2]"),
     Param("window_size", WINDOW, "qwen2.5-vl: reorder rows into its windows of this many pixels (112)."),
     Param("patch_size", PATCH, "qwen2.5-vl: pixels per patch, with --window-size.  [default: 14]"),
     Param("axes_dim", AXES_DIM, "flux: columns per id axis.  [default: 16,56,56]"),
@@ -117,7 +124,7 @@ def axial(
         grid = (int(grid), int(grid))
     if not isinstance(grid, (tuple, list)) or len(grid) != 2:
         raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
-    axes = tuple(axes_dim) if axes_dim is not None else None
+    axes = read_as(KIND.inputs, "axes_dim", axes_dim)
     check(KIND.inputs, grid=tuple(grid), head_dim=head_dim, theta=theta, frames=frames, axes_dim=axes)
     check(KIND.inputs, spatial_merge_size=spatial_merge_size, window_size=window_size, patch_size=patch_size)
     check(KIND.inputs, text_tokens=text_tokens, scale=scale, zero_point=zero_point)
@@ -195,7 +202,8 @@ def _axial_work(p: Mapping[str, Any]) -> int:
 # fmt: off
 RECORDED: dict[str, ValueType] = {
     "model": TEXT, "grid_height": GRID_SIDE, "grid_width": GRID_SIDE, "head_dim": HEAD_DIM,
-    "theta": BASE, "frames": FRAMES, "spatial_merge_size": MERGE, "window_size": WINDOW, "patch_size": PATCH,
+    "theta": THETA, "frames": FRAMES, "spatial_merge_size": SPATIAL_MERGE_SIZE, "window_size": WINDOW,
+    "patch_size": PATCH,
     "axes_dim": AXES_DIM, "text_tokens": TEXT_TOKENS, "tokens": INTEGER, **QUANTISATION,
     "arithmetic": TEXT, "layout": TEXT,
 }
@@ -204,7 +212,7 @@ RECORDED: dict[str, ValueType] = {
 KIND = Kind(
     command="axial",
     table="axial_rope",
-    short_help="Write axial RoPE over a patch grid (Pixtral, Qwen2-VL, Qwen2.5-VL, FLUX).",
+    short_help="Write 2-D RoPE caches (Pixtral, Qwen-VL, FLUX).",
     doc=DOC,
     params=PARAMS,
     make=axial,

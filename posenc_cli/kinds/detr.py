@@ -11,19 +11,16 @@ import numpy as np
 
 from ..dtypes import ElementType
 from ..errors import SpecError
-from ..params import BOOLEAN, GRID, INTEGER, NUMBER, TEXT, Choice, Param, ValueType
+from ..params import BOOLEAN, NUMBER, TEXT, Choice, Param, ValueType
 from ..ranges import Range
 from ..saturation import check_saturate, may_clip, refuse_clipping
 from ..system.capacity import check_memory
 from ..table import Param as Value
 from ..table import Table, array_sha256
-from ._shared import BASE, D_MODEL, ELEMENT_KEYS, QUANTISATION, Kind, arithmetic, check
+from ._shared import BASE, D_MODEL, ELEMENT_KEYS, GRID_SIDE, GRID_SIDES, QUANTISATION, Kind, arithmetic, check
 
 __all__ = ["KIND", "PARAMS", "detr", "read_mask"]
 
-_SIDE = Range("1 <= x <= 4096", "feature-map cells per side (DETR: an image side / 32; 4096 is a 32k-pixel side)")
-GRID_SIDES = GRID.within(_SIDE)
-GRID_SIDE = INTEGER.within(_SIDE)
 SCALE_RANGE = NUMBER.within(Range("0 < x <= 1e6", "the normalised coordinates' span (DETR: 2*pi)"))
 VARIANTS = ("detr", "deformable")
 

@@ -16,13 +16,10 @@ from ..params import INTEGER, NUMBER, TEXT, Choice, Param, ValueType
 from ..ranges import Range
 from ..system.capacity import check_memory
 from ..table import Table
-from ._shared import Kind, check, same_names
+from ._shared import SPATIAL_MERGE_SIZE, Kind, check, same_names
 
 __all__ = ["KIND", "PARAMS", "mrope"]
 
-SPATIAL_MERGE_SIZE = INTEGER.within(
-    Range("1 <= x <= 16", "patches merged along each side into one token: 2 in every published Qwen-VL and GLM-4.1V")
-)
 TOKENS_PER_SECOND = INTEGER.within(
     Range("1 <= x <= 1000", "Qwen2.5-VL's temporal ids per second of video: 2 in its published configs, 25 in Omni")
 )
@@ -41,7 +38,6 @@ PARAMS: tuple[Param, ...] = (
         "The prompt's items in order: text:N (N text tokens), image:TxHxW, video:TxHxW (grid_thw in patches, before "
         "the merge), comma-separated.",
         required=True,
-        short="-p",
     ),
     Param("spatial_merge_size", SPATIAL_MERGE_SIZE, "The vision config's spatial_merge_size.", default=2),
     Param(
@@ -78,8 +74,8 @@ max(ids) + 1 - seq, get_rope_index's second output. docs/tables.md gives every r
 
 \b
 Examples:
-  posenc mrope -m qwen2-vl -p text:4,image:1x8x12,text:8 -o ids.npy
-  posenc mrope -m qwen2.5-vl -p text:4,image:1x8x12,text:4,video:2x8x12,text:8 --tokens-per-second 2 -o ids.npz
+  posenc mrope -m qwen2-vl --prompt text:4,image:1x8x12,text:8 -o ids.npy
+  posenc mrope -m qwen2.5-vl --prompt text:4,image:1x8x12,text:4,video:2x8x12,text:8 --tokens-per-second 2 -o ids.npz
   posenc rope --config config.json --position-ids ids.npy -o rope.npz
 """
 
@@ -163,7 +159,7 @@ RECORDED: dict[str, ValueType] = {
 KIND = Kind(
     command="mrope",
     table="mrope_ids",
-    short_help="Write M-RoPE position ids for a prompt (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V).",
+    short_help="Write M-RoPE position ids for a prompt (Qwen-VL, GLM-4.1V).",
     doc=DOC,
     params=PARAMS,
     make=mrope,

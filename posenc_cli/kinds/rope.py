@@ -19,23 +19,26 @@ from ..params import BOOLEAN, INTEGER, INTEGERS, NUMBER, NUMBERS, TEXT, Choice, 
 from ..ranges import Range
 from ..read import PathLike
 from ..table import Table
-from ._shared import BASE_RANGE, ELEMENT_KEYS, POSITIONS, QUANTISATION, SEQ_LEN, Kind, arithmetic, check
+from ._shared import (
+    ELEMENT_KEYS,
+    HEAD_DIM,
+    HEAD_DIM_RANGE,
+    POSITIONS,
+    QUANTISATION,
+    SEQ_LEN,
+    THETA,
+    Kind,
+    arithmetic,
+    check,
+    read_as,
+)
 
 if TYPE_CHECKING:
     from .rope_config import RopeConfig
 
 __all__ = ["KIND", "PARAMS", "rope"]
 
-_HEAD_DIM = Range(
-    "2 <= x <= 2**16",
-    "RoPE rotates pairs; heads are 64 to 512 wide (DeepSeek's rotary part 64, Gemma 4's global heads 512)",
-)
-
-
-HEAD_DIM = INTEGER.within(_HEAD_DIM)
-
-
-ROTARY_DIM = INTEGER.within(_HEAD_DIM)
+ROTARY_DIM = INTEGER.within(HEAD_DIM_RANGE)
 
 
 MROPE_SECTION = INTEGERS.within(
@@ -113,7 +116,6 @@ QK_HEAD_DIM = INTEGER.within(
     Range("1 <= x <= 2**20", "DeepSeek's q·k width, qk_nope_head_dim + qk_rope_head_dim (128 + 64)")
 )
 
-THETA = NUMBER.within(BASE_RANGE)
 
 PARAMS: tuple[Param, ...] = (
     Param(
@@ -335,6 +337,7 @@ def rope(
         raise SpecError("layer_type picks a layer type of a config: give the config (--config)", param="layer_type")
     settings["mrope_interleaved"] = bool(settings["mrope_interleaved"])
     model = {name: given[name] for name in _MODEL}  # what a model class adds (:mod:`._rope_model`)
+    model["no_rope_layers"] = read_as(KIND.inputs, "no_rope_layers", no_rope_layers)
     model_fields: tuple[str, ...] = ()
     if config is not None:
         from ._rope_model import model_settings

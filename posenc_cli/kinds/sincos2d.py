@@ -9,26 +9,17 @@ from typing import Any
 from ..dtypes import ElementType
 from ..encodings.sinusoid import check_base
 from ..errors import SpecError
-from ..params import BOOLEAN, GRID, INTEGER, TEXT, Param, ValueType
-from ..ranges import Range
+from ..params import BOOLEAN, TEXT, Param, ValueType
 from ..saturation import check_saturate, may_clip, refuse_clipping
 from ..system.capacity import check_memory
 from ..table import Param as Value
 from ..table import Table
-from ._shared import BASE, D_MODEL, ELEMENT_KEYS, QUANTISATION, Kind, arithmetic, check
+from ._shared import BASE, D_MODEL, ELEMENT_KEYS, GRID_SIDE, GRID_SIDES, QUANTISATION, Kind, arithmetic, check
 
 __all__ = ["KIND", "PARAMS", "sincos2d"]
 
 #: The float64 table of the same parameters: the correctly rounded values a quantised table rounds from.
 _FLOAT64 = ElementType.of("float64")
-
-_GRID_SIDE = Range("1 <= x <= 2**16", "patches per side (ViT: 14 to 64)")
-
-
-GRID_SIDES = GRID.within(_GRID_SIDE)
-
-
-GRID_SIDE = INTEGER.within(_GRID_SIDE)  # as a table records it
 
 
 PARAMS: tuple[Param, ...] = (

@@ -50,6 +50,9 @@ TEXT_PARAMS = frozenset(
         "layer_type",
         "position_ids_sha256",
         "arithmetic",
+        "mask_sha256",
+        "model",
+        "prompt",
     }
 )
 
