@@ -17,6 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
+import mpmath
 import pytest
 
 _running: list[pytest.Item] = []
@@ -26,6 +27,16 @@ _running: list[pytest.Item] = []
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """The test now running, module-scoped fixtures' setup included, for :func:`require_tool`'s rule."""
     _running[:] = [item]
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_at_60_digits() -> object:
+    """Every test starts with mpmath at 60 significant digits, whatever ran before it on the same worker: a test that
+    needs another precision sets it in its body, and the next test starts from 60 again (a module-level setting
+    would only hold for whichever module was imported last)."""
+    mpmath.mp.dps = 60
+    yield
+    mpmath.mp.dps = 60
 
 
 def require_tool(name: str) -> str:

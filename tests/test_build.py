@@ -337,7 +337,11 @@ BAD = [
     ),
     pytest.param(
         '[[table]]\ncommand = "gen"\noutput = "g.h"',
-        ["table #2 (output 'g.h')", 'command must be one of "generate", "rope", "mrope", "axial", "alibi", "sincos2d", "detr"', '"gen"'],
+        [
+            "table #2 (output 'g.h')",
+            'command must be one of "generate", "rope", "mrope", "axial", "alibi", "sincos2d", "detr"',
+            '"gen"',
+        ],
         id="unknown-command",
     ),
     pytest.param('[[table]]\noutput = "g.h"', ["table #2 (output 'g.h')", "missing key 'command'"], id="no-command"),

@@ -45,8 +45,12 @@ BASE: dict[str, dict[str, Any]] = {
     "sincos2d": {"grid": (2, 2), "d_model": 8},
     "relative": {"scheme": "t5", "query_length": 4},
     "window": {"scheme": "swinv2", "window": (2, 2)},
-    "mrope": {"model": "qwen2.5-vl", "prompt": "text:2,video:2x2x2,text:1", "tokens_per_second": 2,
-              "second_per_grid_ts": 1.0},
+    "mrope": {
+        "model": "qwen2.5-vl",
+        "prompt": "text:2,video:2x2x2,text:1",
+        "tokens_per_second": 2,
+        "second_per_grid_ts": 1.0,
+    },
     "axial": {"model": "qwen2.5-vl", "grid": (2, 2), "head_dim": 8},
     "detr": {"grid": (2, 2), "d_model": 8},
 }

@@ -267,6 +267,8 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
 
     want_cos = part == "cos"
     pos = spec.positions[:, spec.axes]
+    inv: np.ndarray
+    angles: np.ndarray
     if spec.model == "flux":
         inv = np.empty(len(spec.groups), np.float64)
         for dim in sorted({g[0] for g in spec.groups}):
@@ -277,8 +279,8 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
         half = _trig64_to_32(angles, want_cos)
     else:
         dim = spec.groups[0][0]
-        e = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
-        table = (np.float32(1) / f32ops.pow_(np.full(e.shape, np.float32(spec.theta)), e)).astype(np.float32)
+        e32 = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
+        table = (np.float32(1) / f32ops.pow_(np.full(e32.shape, np.float32(spec.theta)), e32)).astype(np.float32)
         inv = table[[g[1] for g in spec.groups]]
         angles = (pos.astype(np.float32) * inv).astype(np.float32)
         half = (f32ops.cos if want_cos else f32ops.sin)(angles)

@@ -118,7 +118,7 @@ def detr(
     if grid is None:
         if pixels is None:
             raise SpecError("give the grid (--grid HxW) or a pixel mask (--mask)", param="grid")
-        grid = pixels.shape  # type: ignore[assignment]
+        grid = pixels.shape
     if not isinstance(grid, (tuple, list)) or len(grid) != 2:
         raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
     from ..encodings import detr as detr_encoding
@@ -129,20 +129,20 @@ def detr(
     check_memory(height * width * d_model * KIND.work_per_value, f"the DETR table ({height * width} x {d_model})")
     element = ElementType.of(dtype, scale=scale, zero_point=zero_point)
     saturated = check_saturate(saturate, element)
-    settings = {"mask": pixels, "normalize": bool(normalize), "scale": norm_scale, "temperature": float(temperature)}
-    settings["variant"] = variant
+    settings: dict[str, Any] = {"mask": pixels, "normalize": bool(normalize), "scale": norm_scale}
+    settings.update(temperature=float(temperature), variant=variant)
     if arithmetic == "framework":
         from ..encodings import framework
 
-        float32 = detr_encoding.framework(height, width, d_model, **settings)  # type: ignore[arg-type]
+        float32 = detr_encoding.framework(height, width, d_model, **settings)
         if not saturated and may_clip(element, -1.0, 1.0):
             refuse_clipping(element, {"pe": float32.astype(np.float64)})
         array = framework.to_element(float32, element)
     else:
         if not saturated and may_clip(element, -1.0, 1.0):
-            wide = detr_encoding.exact(height, width, d_model, element=ElementType.of("float64"), **settings)  # type: ignore[arg-type]
+            wide = detr_encoding.exact(height, width, d_model, element=ElementType.of("float64"), **settings)
             refuse_clipping(element, {"pe": wide})
-        array = detr_encoding.exact(height, width, d_model, element=element, **settings)  # type: ignore[arg-type]
+        array = detr_encoding.exact(height, width, d_model, element=element, **settings)
     params: dict[str, Value] = {
         "grid_height": height, "grid_width": width, "d_model": d_model, "normalize": bool(normalize),
         "temperature": float(temperature), "dtype": element.name,
