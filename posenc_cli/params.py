@@ -406,20 +406,33 @@ class _Grid(ValueType):
         return "x".join(map(str, value))
 
 
-class _GridOrVideo(_Grid):
+class _GridOrVideo(ValueType):
     """A patch grid as :class:`_Grid` reads it, or a video latent's frames x height x width: ``"3x8x12"`` or
     ``[3, 8, 12]`` in TOML, ``3x8x12`` typed (the maker refuses three sides where its table has two)."""
 
+    each = "each side "
+
+    def numbers(self, value: Any) -> tuple[object, ...]:
+        return _items(value) if isinstance(value, (list, tuple)) else ValueType.numbers(self, value)
+
     def _toml(self, value: object) -> tuple[int, ...]:
-        if isinstance(value, list) and len(value) == 3 and all(type(v) is int for v in value):
-            return (value[0], value[1], value[2])
-        return _Grid._toml(self, value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value, value)
+        if isinstance(value, list) and len(value) in (2, 3) and all(type(v) is int for v in value):
+            return tuple(value)
+        if isinstance(value, str):
+            return self._text(value)
+        raise Wrong(self.expected)
 
     def _text(self, text: str) -> tuple[int, ...]:
         sides = str(text).lower().split("x")
-        if len(sides) == 3 and all(s.strip().isascii() and s.strip().isdigit() for s in sides):
-            return tuple(_int(s, self.expected) for s in sides)
-        return _Grid._text(self, text)
+        if len(sides) in (1, 2, 3) and all(s.strip().isascii() and s.strip().isdigit() for s in sides):
+            read = tuple(_int(s, self.expected) for s in sides)
+            return read * 2 if len(read) == 1 else read
+        raise Wrong(self.expected)
+
+    def spell(self, value: Any) -> str:
+        return "x".join(map(str, value))
 
 
 class _Row(ValueType):

@@ -126,7 +126,7 @@ def _window_index(frames: int, height: int, width: int, merge: int, window: int)
 
 def resolve(
     model: str,
-    grid: tuple[int, int],
+    grid: tuple[int, ...],
     head_dim: int,
     *,
     theta: float = 10000.0,
@@ -265,7 +265,7 @@ def _video(
             raise SpecError(
                 f"axes_dim must add up to head_dim = {d}, got {list(axes_dim)} (sum {sum(axes_dim)})", param="axes_dim"
             )
-        dims = tuple(int(a) for a in axes_dim)
+        dims = (int(axes_dim[0]), int(axes_dim[1]), int(axes_dim[2]))
     tokens = (sides[0] // patch_t, sides[1] // patch_s, sides[2] // patch_s)
     if model == "wan" and max(tokens) > WAN_MAX_SEQ_LEN:
         raise SpecError(
@@ -376,7 +376,7 @@ def _video_framework(spec: AxialSpec, part: str) -> np.ndarray:
     want_cos = part == "cos"
     pos = spec.positions[:, spec.axes]
     wide = spec.model == "wan"
-    inv = np.empty(len(spec.groups), np.float64 if wide else np.float32)
+    inv: np.ndarray = np.empty(len(spec.groups), np.float64 if wide else np.float32)
     for dim in sorted({g[0] for g in spec.groups}):
         cols = [c for c, g in enumerate(spec.groups) if g[0] == dim]
         ks = [spec.groups[c][1] for c in cols]

@@ -37,7 +37,7 @@ __all__ = ["KIND", "PARAMS", "axial"]
 
 FRAMES = INTEGER.within(Range("1 <= x <= 4096", "temporal patches of a video (grid_thw's T): 1 for an image"))
 WINDOW = INTEGER.within(Range("1 <= x <= 65536", "pixels per window side: 112 in Qwen2.5-VL"))
-PATCH = INTEGER.within(Range("1 <= x <= 1024", "pixels per patch side: 14 in Qwen-VL"))
+PATCH = INTEGER.within(Range("1 <= x <= 1024", "pixels per patch side: 14 in Qwen-VL, 2 latent pixels in HunyuanVideo"))
 TEXT_TOKENS = INTEGER.within(Range("0 <= x <= 2**22", "text tokens before the image: 512 in FLUX.1-dev's pipeline"))
 AXES_DIM = INTEGERS.within(Range("2 <= x <= 4096", "columns per axis, each even: [16, 56, 56] in FLUX.1"))
 PATCH_T = INTEGER.within(Range("1 <= x <= 1024", "latent frames per patch: 1 in HunyuanVideo and Wan"))
@@ -140,14 +140,16 @@ def axial(
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
         grid = (int(grid), int(grid))
     video = model in AXIAL_ROPE_VIDEO
-    if video and (not isinstance(grid, (tuple, list)) or len(grid) != 3):
+    if not isinstance(grid, (tuple, list)) or len(grid) not in (2, 3):
+        raise SpecError(
+            f"grid must be (height, width) or a video's (frames, height, width), got {grid!r}", param="grid"
+        )
+    if video and len(grid) != 3:
         raise SpecError(
             f"{model} takes a video latent's grid TxHxW (frames, height, width), got {grid!r}", param="grid"
         )
-    if isinstance(grid, (tuple, list)) and len(grid) == 3 and not video:
+    if len(grid) == 3 and not video:
         raise SpecError(f"{model} takes a grid HxW; a TxHxW grid is a video style's, got {grid!r}", param="grid")
-    if not video and (not isinstance(grid, (tuple, list)) or len(grid) != 2):
-        raise SpecError(f"grid must be (height, width), got {grid!r}", param="grid")
     axes = read_as(KIND.inputs, "axes_dim", axes_dim)
     check(KIND.inputs, grid=tuple(grid), head_dim=head_dim, theta=theta, frames=frames, axes_dim=axes)
     check(KIND.inputs, spatial_merge_size=spatial_merge_size, window_size=window_size, patch_size=patch_size)
