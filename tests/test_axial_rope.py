@@ -291,3 +291,20 @@ def test_the_video_api_refuses_with_the_parameter_named():
         with pytest.raises(SpecError) as caught:
             call()
         assert caught.value.param == param
+
+
+def test_a_manifest_takes_a_video_grid_as_text_or_array(tmp_path):
+    """``posenc build``: a video latent's grid as ``"TxHxW"`` or ``[T, H, W]`` gives the table the API gives."""
+    (tmp_path / "m.toml").write_text(
+        '[[table]]\ncommand = "axial"\nmodel = "wan"\ngrid = "3x8x12"\nhead_dim = 128\noutput = "w.npz"\n\n'
+        '[[table]]\ncommand = "axial"\nmodel = "hunyuan-video"\ngrid = [3, 8, 12]\nhead_dim = 128\n'
+        'arithmetic = "framework"\noutput = "h.npz"\n'
+    )
+    result = CliRunner().invoke(cli, ["build", str(tmp_path / "m.toml")])
+    assert result.exit_code == 0, result.output
+    for name, table in (
+        ("w.npz", axial("wan", (3, 8, 12), 128)),
+        ("h.npz", axial("hunyuan-video", (3, 8, 12), 128, arithmetic="framework")),
+    ):
+        with np.load(tmp_path / name) as data:
+            assert all(np.array_equal(data[part], table.arrays[part]) for part in ("cos", "sin")), name
