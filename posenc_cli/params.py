@@ -42,7 +42,7 @@ from .errors import did_you_mean
 from .ranges import Range
 
 __all__ = [
-    "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "ROW", "TEXT", "Choice", "Param",
+    "BOOLEAN", "INTEGER", "INTEGERS", "NUMBER", "NUMBERS", "GRID", "GRID_OR_VIDEO", "ROW", "TEXT", "Choice", "Param",
     "ValueType", "Wrong", "command_line", "show", "spell", "toml_value",
 ]  # fmt: skip
 
@@ -406,6 +406,35 @@ class _Grid(ValueType):
         return "x".join(map(str, value))
 
 
+class _GridOrVideo(ValueType):
+    """A patch grid as :class:`_Grid` reads it, or a video latent's frames x height x width: ``"3x8x12"`` or
+    ``[3, 8, 12]`` in TOML, ``3x8x12`` typed (the maker refuses three sides where its table has two)."""
+
+    each = "each side "
+
+    def numbers(self, value: Any) -> tuple[object, ...]:
+        return _items(value) if isinstance(value, (list, tuple)) else ValueType.numbers(self, value)
+
+    def _toml(self, value: object) -> tuple[int, ...]:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value, value)
+        if isinstance(value, list) and len(value) in (2, 3) and all(type(v) is int for v in value):
+            return tuple(value)
+        if isinstance(value, str):
+            return self._text(value)
+        raise Wrong(self.expected)
+
+    def _text(self, text: str) -> tuple[int, ...]:
+        sides = str(text).lower().split("x")
+        if len(sides) in (1, 2, 3) and all(s.strip().isascii() and s.strip().isdigit() for s in sides):
+            read = tuple(_int(s, self.expected) for s in sides)
+            return read * 2 if len(read) == 1 else read
+        raise Wrong(self.expected)
+
+    def spell(self, value: Any) -> str:
+        return "x".join(map(str, value))
+
+
 class _Row(ValueType):
     """A row index, or ``none`` (no zero row at all)."""
 
@@ -479,6 +508,12 @@ GRID: ValueType = _Grid(
     'H, "HxW" or [H, W] (positive integers, e.g. 14, "16x24" or [16, 24])',
     "H[xW]",
     "H or HxW (positive integers, e.g. 14 or 16x24)",
+)
+#: A grid or a video latent (``posenc axial``'s video styles), shared by every kind that takes ``grid``.
+GRID_OR_VIDEO: ValueType = _GridOrVideo(
+    'H, "HxW", "TxHxW", [H, W] or [T, H, W] (positive integers, e.g. 14, "16x24" or [3, 8, 12])',
+    "H[xW]",
+    "H or HxW (positive integers, e.g. 14 or 16x24; TxHxW: a video latent)",
 )
 ELEMENT_TYPE: ValueType = _ElementName(
     f"one of {', '.join(map(json.dumps, DTYPES))} or {FIXED_SPELLING} (signed fixed point: {FIXED_BITS[0]} <= total <= "

@@ -155,3 +155,156 @@ def test_the_api_refuses_with_the_parameter_named():
     with pytest.raises(SpecError) as caught:
         axial("flux", (4, 6), 128, frames=2)
     assert caught.value.param == "frames"
+
+
+# ------------------------------------------------------------------------------------ video styles (issue #28)
+def mp_video(model: str, grid: tuple, head_dim: int, theta: float, axes_dim=(16, 56, 56), patch=(1, 2)) -> tuple:
+    """The rows' (t, h, w) and the columns' (axis, frequency) of HunyuanVideo's and Wan's tables, from diffusers'
+    formulas written out here in mpmath: tokens the latent's sides over the patch, row-major; each axis's
+    frequencies theta**(-2k/D) twice side by side (Wan's D: head_dim - 4 * (head_dim // 6), then 2 * (head_dim // 6)
+    for h and w)."""
+    mpmath.mp.prec = 120
+    t = mpmath.mpf(theta)
+    dims = list(axes_dim) if model == "hunyuan-video" else [head_dim - 4 * (head_dim // 6)] + [2 * (head_dim // 6)] * 2
+    sizes = (grid[0] // patch[0], grid[1] // patch[1], grid[2] // patch[1])
+    ids = [(f, r, c) for f in range(sizes[0]) for r in range(sizes[1]) for c in range(sizes[2])]
+    cols = []
+    for axis, dim in enumerate(dims):
+        for k in range(dim // 2):
+            cols += [(axis, t ** (-mpmath.mpf(2 * k) / dim))] * 2
+    return ids, cols
+
+
+@pytest.mark.parametrize(
+    "model, grid, head_dim, kw, patch",
+    [
+        ("hunyuan-video", (3, 4, 6), 128, {}, (1, 2)),
+        ("hunyuan-video", (4, 3, 6), 12, {"axes_dim": (4, 4, 4), "theta": 100.0, "patch_size": 3}, (1, 3)),
+        ("wan", (3, 4, 6), 128, {}, (1, 2)),
+        ("wan", (4, 2, 4), 20, {"patch_size_t": 2, "theta": 50.0}, (2, 2)),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_video_exact_is_the_correctly_rounded_formula(model, grid, head_dim, kw, patch, dtype):
+    table = axial(model, grid, head_dim, dtype=dtype, **kw)
+    theta = kw.get("theta", 256.0 if model == "hunyuan-video" else 10000.0)
+    ids, cols = mp_video(model, grid, head_dim, theta, kw.get("axes_dim", (16, 56, 56)), patch)
+    assert table.arrays["cos"].shape == (len(ids), head_dim) and table.params["theta"] == theta
+    for part, fn in (("cos", mpmath.cos), ("sin", mpmath.sin)):
+        want = np.array([[float(fn(pos[a] * f)) for a, f in cols] for pos in ids]).astype(dtype)
+        assert np.array_equal(table.arrays[part], want), part
+
+
+@pytest.mark.parametrize("name", ["hunyuan_video_latent1x2x1024", "wan_latent1x2x1024_hd128"])
+def test_video_exact_at_the_far_positions_is_mpmath(name):
+    """The widest golden's last rows (position 511 on the w axis), every column, against mpmath."""
+    params = arguments(MANIFEST[name]["params"])
+    table = axial(**params, dtype="float64")
+    ids, cols = mp_video(params["model"], params["grid"], params["head_dim"], params["theta"])
+    for row in (len(ids) - 1, len(ids) // 2 + 3):
+        for part, fn in (("cos", mpmath.cos), ("sin", mpmath.sin)):
+            want = [float(fn(ids[row][a] * f)) for a, f in cols]
+            assert table.arrays[part][row].tolist() == want, (row, part)
+
+
+#: The share of entries bit-identical to diffusers' own (the rest one ulp away): Wan's float64 path matches bit for
+#: bit; HunyuanVideo's float32 cos/sin (torch's vectorised, within an ulp) in 94.7% to 98.7% of them.
+VIDEO_SHARE = {"hunyuan-video": 0.94, "wan": 1.0}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MANIFEST if MANIFEST[n]["params"]["model"] in VIDEO_SHARE))
+def test_video_framework_is_diffusers_own(name):
+    golden = np.load(GOLDENS / MANIFEST[name]["file"])
+    params = MANIFEST[name]["params"]
+    table = axial(**arguments(params), arithmetic="framework")
+    assert table.params["layout"] == "[t | h | w], each frequency twice side by side, rows (t, h, w) row-major"
+    for part in ("cos", "sin"):
+        ours, theirs = table.arrays[part], golden[part]
+        assert ours.shape == theirs.shape == tuple(MANIFEST[name]["shape"])
+        ulps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32))
+        assert ulps.max() <= 1, (part, ulps.max())
+        assert (ours == theirs).mean() >= VIDEO_SHARE[params["model"]], part
+
+
+def test_video_cli_write_verify_inspect(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "h.npz"
+    args = ["axial", "-m", "hunyuan-video", "-g", "4x12x16", "--head-dim", "128", "--arithmetic", "framework"]
+    result = runner.invoke(cli, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with np.load(out) as data, np.load(GOLDENS / "hunyuan_video_latent4x12x16.npz") as gold:
+        assert data["cos"].shape == gold["cos"].shape == (192, 128)
+    assert runner.invoke(cli, ["verify", str(out)]).exit_code == 0
+    result = runner.invoke(cli, ["inspect", str(out)])
+    assert result.exit_code == 0 and "grid_frames=4" in result.output and "theta=256.0" in result.output
+    wan = tmp_path / "w.safetensors"
+    args = ["axial", "-m", "wan", "-g", "4x4x8", "--head-dim", "24", "--patch-size-t", "2", "--patch-size", "4"]
+    result = runner.invoke(cli, [*args, "-o", str(wan)])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(cli, ["verify", str(wan)]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["-m", "wan", "-g", "8x12", "--head-dim", "128"], "wan takes a video latent's grid TxHxW"),
+        (["-m", "pixtral", "-g", "3x8x12", "--head-dim", "64"], "pixtral takes a grid HxW; a TxHxW grid is"),
+        (["-m", "flux", "-g", "3x8x12", "--head-dim", "128"], "flux takes a grid HxW"),
+        (["-m", "hunyuan-video", "-g", "3x7x12", "--head-dim", "128"], "its sides must be multiples, got 3x7x12"),
+        (["-m", "wan", "-g", "4x8x12", "--head-dim", "128", "--patch-size-t", "3"], "patches the latent 3x2x2"),
+        (["-m", "wan", "-g", "1x2x2050", "--head-dim", "128"], "wan precomputes 1024 positions per axis"),
+        (["-m", "wan", "-g", "1x2x4", "--head-dim", "23"], "wan's head_dim must be even and at least 6"),
+        (["-m", "wan", "-g", "1x2x4", "--head-dim", "4"], "wan's head_dim must be even and at least 6"),
+        (["-m", "hunyuan-video", "-g", "1x2x4", "--head-dim", "64"], "add up to head_dim = 64"),
+        (["-m", "hunyuan-video", "-g", "1x2x4", "--head-dim", "32", "--axes-dim", "16,16"], "three positive even"),
+        (["-m", "wan", "-g", "1x2x4", "--head-dim", "128", "--axes-dim", "16,56,56"], "wan does not take it"),
+        (["-m", "wan", "-g", "1x2x4", "--head-dim", "128", "--text-tokens", "4"], "wan does not take it"),
+        (["-m", "hunyuan-video", "-g", "1x2x4", "--head-dim", "128", "--frames", "2"], "hunyuan-video does not"),
+        (["-m", "flux", "-g", "4x6", "--head-dim", "128", "--patch-size-t", "1"], "flux does not take it"),
+        (["-m", "qwen2-vl", "-g", "8x12", "--head-dim", "80", "--patch-size", "2"], "qwen2-vl does not take it"),
+        (["-m", "wan", "-g", "1x2x4x4", "--head-dim", "128"], "--grid"),
+    ],
+)
+def test_video_bad_options_are_one_line_and_write_nothing(tmp_path, args, said):
+    out = tmp_path / "t.npz"
+    result = CliRunner().invoke(cli, ["axial", *args, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert said in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [["sincos2d", "--d-model", "8"], ["detr", "--d-model", "8"]])
+def test_the_2d_kinds_refuse_a_video_grid(tmp_path, command):
+    out = tmp_path / "t.npz"
+    result = CliRunner().invoke(cli, [command[0], "-g", "3x8x12", *command[1:], "-o", str(out)])
+    assert result.exit_code == 2 and "grid must be (height, width)" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_the_video_api_refuses_with_the_parameter_named():
+    for call, param in (
+        (lambda: axial("wan", (3, 8, 12), 128, patch_size_t=0), "patch_size_t"),
+        (lambda: axial("hunyuan-video", (3, 8), 128), "grid"),
+        (lambda: axial("qwen2-vl", (2, 8, 12), 80), "grid"),
+        (lambda: axial("pixtral", (8, 12), 64, patch_size_t=1), "patch_size_t"),
+    ):
+        with pytest.raises(SpecError) as caught:
+            call()
+        assert caught.value.param == param
+
+
+def test_a_manifest_takes_a_video_grid_as_text_or_array(tmp_path):
+    """``posenc build``: a video latent's grid as ``"TxHxW"`` or ``[T, H, W]`` gives the table the API gives."""
+    (tmp_path / "m.toml").write_text(
+        '[[table]]\ncommand = "axial"\nmodel = "wan"\ngrid = "3x8x12"\nhead_dim = 128\noutput = "w.npz"\n\n'
+        '[[table]]\ncommand = "axial"\nmodel = "hunyuan-video"\ngrid = [3, 8, 12]\nhead_dim = 128\n'
+        'arithmetic = "framework"\noutput = "h.npz"\n'
+    )
+    result = CliRunner().invoke(cli, ["build", str(tmp_path / "m.toml")])
+    assert result.exit_code == 0, result.output
+    for name, table in (
+        ("w.npz", axial("wan", (3, 8, 12), 128)),
+        ("h.npz", axial("hunyuan-video", (3, 8, 12), 128, arithmetic="framework")),
+    ):
+        with np.load(tmp_path / name) as data:
+            assert all(np.array_equal(data[part], table.arrays[part]) for part in ("cos", "sin")), name

@@ -20,6 +20,12 @@ column ``c`` an axis ``a_c`` and an exponent ``e_c``: the column's angle is ``po
     ``theta**(-2k/axes_dim[i])``, ``k < axes_dim[i]/2``, each repeated twice side by side (``repeat_interleave``).
     Rows: ``text_tokens`` text ids ``(0, 0, 0)``, then ``FluxPipeline._prepare_latent_image_ids`` of the latent
     ``H x W``: ``(0, r, c)`` over ``(H/2) x (W/2)``, row-major.
+``hunyuan-video`` (diffusers ``HunyuanVideoRotaryPosEmbed``), ``wan`` (diffusers ``WanRotaryPosEmbed``)
+    A video latent's ``T x H x W`` (``grid``), patched ``pt x p x p`` (``video_patch``, ``(1, 2, 2)`` in both):
+    rows the ``(T/pt) x (H/p) x (W/p)`` tokens' ``(t, h, w)``, row-major. Three axes as FLUX's, each frequency
+    twice side by side: HunyuanVideo's ``axes_dim`` (``rope_axes_dim``, ``[16, 56, 56]``, ``theta`` 256), Wan's
+    ``[d - 4 * (d // 6), 2 * (d // 6), 2 * (d // 6)]`` (``[44, 42, 42]`` at ``d = 128``); Wan precomputes
+    ``max_seq_len`` 1024 positions per axis, so no axis may hold more tokens.
 
 ``exact`` values are ``cos`` and ``sin`` of the real angle correctly rounded (the general engine,
 :func:`~posenc_cli.encodings.sinusoid.sinusoid_rows`, one column per distinct exponent). ``framework`` values
@@ -29,6 +35,8 @@ correctly rounded in float32 (:mod:`posenc_cli.encodings.float32`); diffusers' F
 ``1 / theta**(arange(0, D, 2, float64) / D)`` with ``pow`` correctly rounded in float64, the float64 product with the
 position, and ``cos``/``sin`` of that float64 angle correctly rounded to float32 (diffusers rounds twice, through
 float64: the two differ only where the float64 value is within a float64 ulp of a float32 rounding boundary).
+HunyuanVideo computes as transformers does, per axis (``D = axes_dim[i]``: float32 ``inv_freq``, float32 positions,
+float32 ``cos``/``sin``); Wan as FLUX does (float64 on CPU, positions ``arange(max_seq_len)``).
 
 Examples
 --------
@@ -50,7 +58,7 @@ import numpy as np
 
 from posenc_cli.dtypes import ElementType, nearest_bits
 from posenc_cli.encodings._exact import enclosure, round_checked
-from posenc_cli.encodings.names import AXIAL_ROPE_MODELS
+from posenc_cli.encodings.names import AXIAL_ROPE_MODELS, AXIAL_ROPE_VIDEO
 from posenc_cli.encodings.sinusoid import show, sinusoid_rows
 from posenc_cli.errors import SpecError
 
@@ -65,6 +73,8 @@ MAX_FRAMES = 1 << 12
 MAX_TOKENS = 1 << 22
 #: The widest head posenc takes.
 MAX_HEAD_DIM = 1 << 12
+#: Positions ``WanRotaryPosEmbed`` precomputes per axis (``max_seq_len``): no axis may hold more tokens.
+WAN_MAX_SEQ_LEN = 1024
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ def _window_index(frames: int, height: int, width: int, merge: int, window: int)
 
 def resolve(
     model: str,
-    grid: tuple[int, int],
+    grid: tuple[int, ...],
     head_dim: int,
     *,
     theta: float = 10000.0,
@@ -126,12 +136,20 @@ def resolve(
     patch_size: int = 14,
     axes_dim: tuple[int, ...] = (16, 56, 56),
     text_tokens: int = 0,
+    video_patch: tuple[int, int, int] = (1, 2, 2),
 ) -> AxialSpec:
     """Check a style's parameters and lay out its table (the module docstring says how); ``SpecError`` naming the
     parameter otherwise. ``window_size`` (pixels) and ``patch_size`` are Qwen2.5-VL's window reordering (none when
-    ``window_size`` is not given); ``axes_dim`` and ``text_tokens`` are FLUX's."""
+    ``window_size`` is not given); ``axes_dim`` and ``text_tokens`` are FLUX's. The video styles take ``grid``
+    as the latent's ``(T, H, W)``, ``video_patch`` its ``(pt, p, p)`` patch and ``axes_dim`` (HunyuanVideo's)."""
     if model not in MODELS:
         raise SpecError(f"model must be one of {', '.join(MODELS)}, got {model!r}", param="model")
+    if model in AXIAL_ROPE_VIDEO:
+        return _video(model, grid, head_dim, theta, axes_dim, video_patch)
+    if len(grid) != 2:
+        raise SpecError(
+            f"{model} takes a grid of height x width; TxHxW is the video styles', got {grid!r}", param="grid"
+        )
     height, width = (_int(side, "grid", 1, MAX_SIDE) for side in grid)
     d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
     axes: list[int] = []
@@ -214,6 +232,66 @@ def resolve(
     return AxialSpec(model, theta, positions, np.array(axes), tuple(exponents), expand_arr, tuple(groups))
 
 
+def _video(
+    model: str, grid: tuple[int, ...], head_dim: int, theta: float, axes_dim: tuple[int, ...], patch: tuple[int, ...]
+) -> AxialSpec:
+    """HunyuanVideo's and Wan's tables (the module docstring), checked."""
+    if len(grid) != 3:
+        raise SpecError(f"{model} takes a video latent's frames x height x width (TxHxW), got {grid!r}", param="grid")
+    sides = (_int(grid[0], "grid", 1, MAX_FRAMES), *(_int(side, "grid", 1, MAX_SIDE) for side in grid[1:]))
+    patch_t = _int(patch[0], "patch_size_t", 1, 1 << 10)
+    patch_s = _int(patch[1], "patch_size", 1, 1 << 10)
+    if sides[0] % patch_t or sides[1] % patch_s or sides[2] % patch_s:
+        raise SpecError(
+            f"{model} patches the latent {patch_t}x{patch_s}x{patch_s}: its sides must be multiples, got "
+            + "x".join(map(str, sides)),
+            param="grid",
+        )
+    d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
+    if model == "wan":
+        if d % 2 or d < 6:
+            raise SpecError(
+                f"wan's head_dim must be even and at least 6 (t, h, w take a third each), got {d}", param="head_dim"
+            )
+        dims = (d - 4 * (d // 6), 2 * (d // 6), 2 * (d // 6))
+    else:
+        if len(axes_dim) != 3 or any(
+            isinstance(a, bool) or not isinstance(a, (int, np.integer)) or a < 2 or a % 2 for a in axes_dim
+        ):
+            raise SpecError(
+                f"axes_dim must be three positive even widths (t, h, w), got {list(axes_dim)!r}", param="axes_dim"
+            )
+        if sum(axes_dim) != d:
+            raise SpecError(
+                f"axes_dim must add up to head_dim = {d}, got {list(axes_dim)} (sum {sum(axes_dim)})", param="axes_dim"
+            )
+        dims = (int(axes_dim[0]), int(axes_dim[1]), int(axes_dim[2]))
+    tokens = (sides[0] // patch_t, sides[1] // patch_s, sides[2] // patch_s)
+    if model == "wan" and max(tokens) > WAN_MAX_SEQ_LEN:
+        raise SpecError(
+            f"wan precomputes {WAN_MAX_SEQ_LEN} positions per axis (max_seq_len); the grid gives "
+            + "x".join(map(str, tokens))
+            + " tokens",
+            param="grid",
+        )
+    rows = tokens[0] * tokens[1] * tokens[2]
+    if rows > MAX_TOKENS:
+        raise SpecError(f"the table would be {rows} rows, more than {MAX_TOKENS}", param="grid")
+    axes: list[int] = []
+    exponents: list[Fraction] = []
+    groups: list[tuple[int, int]] = []
+    expand: list[int] = []
+    for axis, dim in enumerate(dims):
+        for k in range(dim // 2):
+            expand += [len(axes), len(axes)]
+            axes.append(axis)
+            exponents.append(Fraction(2 * k, dim))
+            groups.append((dim, k))
+    mesh = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in tokens), indexing="ij")
+    positions = np.stack([m.reshape(-1) for m in mesh], axis=-1)
+    return AxialSpec(model, theta, positions, np.array(axes), tuple(exponents), np.array(expand), tuple(groups))
+
+
 def exact(spec: AxialSpec, part: str, element: ElementType) -> np.ndarray:
     """The ``(rows, head_dim)`` ``cos`` or ``sin`` (``part``) of ``spec``, every value the real one correctly
     rounded, in ``element``'s storage."""
@@ -265,6 +343,8 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
     """The ``(rows, head_dim)`` float32 ``cos`` or ``sin`` as the framework computes it (the module docstring)."""
     from posenc_cli.encodings import float32 as f32ops
 
+    if spec.model in AXIAL_ROPE_VIDEO:
+        return _video_framework(spec, part)
     want_cos = part == "cos"
     pos = spec.positions[:, spec.axes]
     inv: np.ndarray
@@ -285,4 +365,30 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
         angles = (pos.astype(np.float32) * inv).astype(np.float32)
         half = (f32ops.cos if want_cos else f32ops.sin)(angles)
         half = (half * np.float32(1.0)).astype(np.float32)  # attention_scaling 1.0: exact
+    return np.ascontiguousarray(half[:, spec.expand])
+
+
+def _video_framework(spec: AxialSpec, part: str) -> np.ndarray:
+    """diffusers' ``get_1d_rotary_pos_embed`` per axis: HunyuanVideo's in float32, Wan's in float64 rounded to
+    float32 (the module docstring)."""
+    from posenc_cli.encodings import float32 as f32ops
+
+    want_cos = part == "cos"
+    pos = spec.positions[:, spec.axes]
+    wide = spec.model == "wan"
+    inv: np.ndarray = np.empty(len(spec.groups), np.float64 if wide else np.float32)
+    for dim in sorted({g[0] for g in spec.groups}):
+        cols = [c for c, g in enumerate(spec.groups) if g[0] == dim]
+        ks = [spec.groups[c][1] for c in cols]
+        if wide:
+            e64 = np.arange(0, dim, 2, dtype=np.float64) / np.float64(dim)
+            inv[cols] = (1.0 / _pow64(spec.theta, e64))[ks]
+        else:
+            e32 = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
+            base = np.full(e32.shape, np.float32(spec.theta))
+            inv[cols] = (np.float32(1) / f32ops.pow_(base, e32)).astype(np.float32)[ks]
+    if wide:
+        half = _trig64_to_32(pos.astype(np.float64) * inv, want_cos)
+    else:
+        half = (f32ops.cos if want_cos else f32ops.sin)((pos.astype(np.float32) * inv).astype(np.float32))
     return np.ascontiguousarray(half[:, spec.expand])

@@ -24,7 +24,7 @@ from ..dtypes import INDEX_DTYPES
 from ..errors import SpecError
 from ..formats import FORMAT_NAMES, FORMATS
 from ..formats.options import FLOAT_LITERALS, HALF_TYPES, LANGS
-from ..params import BOOLEAN, ELEMENT_TYPE, GRID, INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong, spell
+from ..params import BOOLEAN, ELEMENT_TYPE, GRID_OR_VIDEO, INTEGER, NUMBER, TEXT, Choice, Param, ValueType, Wrong, spell
 from ..ranges import Range
 from ..table import Table
 
@@ -66,8 +66,9 @@ HEAD_DIM = INTEGER.within(HEAD_DIM_RANGE)
 _GRID_SIDE = Range(
     "1 <= x <= 2**16", "cells per side of a patch grid or feature map (ViT 14 to 64, DETR an image side / 32)"
 )
-#: A patch grid or feature map, ``H`` or ``HxW`` (``sincos2d``, ``detr``, ``axial``) ...
-GRID_SIDES = GRID.within(_GRID_SIDE)
+#: A patch grid or feature map, ``H`` or ``HxW`` (``sincos2d``, ``detr``, ``axial``; ``TxHxW`` for ``axial``'s
+#: video styles, which the 2-D makers refuse) ...
+GRID_SIDES = GRID_OR_VIDEO.within(_GRID_SIDE)
 #: ... and each side as a table records it (``grid_height``, ``grid_width``).
 GRID_SIDE = INTEGER.within(_GRID_SIDE)
 #: Patches merged along each side into one token (``mrope``, ``axial``).

@@ -174,6 +174,42 @@ CASES = {
 }
 
 
+# Video styles (issue #28): diffusers' own rotary modules on a latent of the given frames x height x width.
+def hunyuan_video(frames: int, latent_h: int, latent_w: int, axes_dim: list[int], theta: float) -> tuple:
+    from diffusers.models.transformers.transformer_hunyuan_video import HunyuanVideoRotaryPosEmbed
+
+    rope = HunyuanVideoRotaryPosEmbed(patch_size=2, patch_size_t=1, rope_dim=axes_dim, theta=theta)
+    cos, sin = rope(torch.zeros(1, 16, frames, latent_h, latent_w))
+    return cos.numpy(), sin.numpy()
+
+
+def wan(frames: int, latent_h: int, latent_w: int, head_dim: int, theta: float) -> tuple:
+    from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+
+    rope = WanRotaryPosEmbed(attention_head_dim=head_dim, patch_size=(1, 2, 2), max_seq_len=1024, theta=theta)
+    cos, sin = rope(torch.zeros(1, 16, frames, latent_h, latent_w))
+    return cos.reshape(-1, head_dim).numpy(), sin.reshape(-1, head_dim).numpy()
+
+
+_HUNYUAN = {"model": "hunyuan-video", "head_dim": 128, "theta": 256.0, "axes_dim": [16, 56, 56]}
+_WAN = {"model": "wan", "head_dim": 128, "theta": 10000.0}
+CASES.update(
+    {
+        "hunyuan_video_latent3x8x12": (
+            {**_HUNYUAN, "grid": [3, 8, 12]}, lambda: hunyuan_video(3, 8, 12, [16, 56, 56], 256.0)
+        ),
+        "hunyuan_video_latent4x12x16": (
+            {**_HUNYUAN, "grid": [4, 12, 16]}, lambda: hunyuan_video(4, 12, 16, [16, 56, 56], 256.0)
+        ),
+        "hunyuan_video_latent1x2x1024": (
+            {**_HUNYUAN, "grid": [1, 2, 1024]}, lambda: hunyuan_video(1, 2, 1024, [16, 56, 56], 256.0)
+        ),
+        "wan_latent3x8x12_hd128": ({**_WAN, "grid": [3, 8, 12]}, lambda: wan(3, 8, 12, 128, 10000.0)),
+        "wan_latent1x2x1024_hd128": ({**_WAN, "grid": [1, 2, 1024]}, lambda: wan(1, 2, 1024, 128, 10000.0)),
+    }
+)  # fmt: skip
+
+
 def _npz(arrays: dict[str, np.ndarray]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
