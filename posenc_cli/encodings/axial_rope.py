@@ -81,6 +81,8 @@ class AxialSpec:
     exponents: tuple[Fraction, ...]
     expand: np.ndarray
     groups: tuple[tuple[int, int], ...]
+    #: Per axis, an exact multiplier of its integer positions (timm's ``ref_feat_shape``: ``ref / side``); none: 1.
+    scales: tuple[Fraction, ...] = ()
 
     @property
     def head_dim(self) -> int:
@@ -126,12 +128,15 @@ def resolve(
     patch_size: int = 14,
     axes_dim: tuple[int, ...] = (16, 56, 56),
     text_tokens: int = 0,
+    ref_grid: tuple[int, int] | None = None,
 ) -> AxialSpec:
     """Check a style's parameters and lay out its table (the module docstring says how); ``SpecError`` naming the
     parameter otherwise. ``window_size`` (pixels) and ``patch_size`` are Qwen2.5-VL's window reordering (none when
     ``window_size`` is not given); ``axes_dim`` and ``text_tokens`` are FLUX's."""
     if model not in MODELS:
         raise SpecError(f"model must be one of {', '.join(MODELS)}, got {model!r}", param="model")
+    if model in _CLASS_OR_REF:
+        return _resolve_llama4_eva02(model, grid, head_dim, theta, ref_grid)
     height, width = (_int(side, "grid", 1, MAX_SIDE) for side in grid)
     d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
     axes: list[int] = []
@@ -218,6 +223,8 @@ def exact(spec: AxialSpec, part: str, element: ElementType) -> np.ndarray:
     """The ``(rows, head_dim)`` ``cos`` or ``sin`` (``part``) of ``spec``, every value the real one correctly
     rounded, in ``element``'s storage."""
     quantisation = {"quant_scale": element.scale, "zero_point": element.zero_point} if element.scale else {}
+    if spec.scales:
+        return _exact_scaled(spec, part, element, quantisation)
     stop = int(spec.positions.max(initial=0)) + 1
     half = np.empty((len(spec.positions), len(spec.exponents)), element.storage)
     by_denom: dict[int, list[int]] = {}
@@ -266,6 +273,8 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
     from posenc_cli.encodings import float32 as f32ops
 
     want_cos = part == "cos"
+    if spec.model == "eva02":
+        return _framework_timm_cat(spec, want_cos)
     pos = spec.positions[:, spec.axes]
     inv: np.ndarray
     angles: np.ndarray
@@ -285,4 +294,94 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
         angles = (pos.astype(np.float32) * inv).astype(np.float32)
         half = (f32ops.cos if want_cos else f32ops.sin)(angles)
         half = (half * np.float32(1.0)).astype(np.float32)  # attention_scaling 1.0: exact
+    return np.ascontiguousarray(half[:, spec.expand])
+
+
+#: Styles laid out by :func:`_resolve_llama4_eva02`: Llama 4's class-token row, timm's ``ref_feat_shape``.
+_CLASS_OR_REF = ("llama4", "eva02")
+
+
+def _resolve_llama4_eva02(
+    model: str, grid: tuple[int, int], head_dim: int, theta: float, ref_grid: tuple[int, int] | None
+) -> AxialSpec:
+    """``llama4`` and ``eva02`` (the module docstring): both take ``d/4`` frequencies ``theta**(-4k/d)`` per axis,
+    each twice side by side (interleaved pairs)."""
+    height, width = (_int(side, "grid", 1, MAX_SIDE) for side in grid)
+    d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
+    if d % 4:
+        raise SpecError(
+            f"head_dim must be a multiple of 4 (two axes, each a cos and sin pair), got {d}", param="head_dim"
+        )
+    quarter = d // 4
+    if height * width + (model == "llama4") > MAX_TOKENS:
+        raise SpecError(f"the table would be {height * width} rows, more than {MAX_TOKENS}", param="grid")
+    rows = np.stack([np.repeat(np.arange(height), width), np.tile(np.arange(width), height)], axis=-1)
+    scales: tuple[Fraction, ...] = ()
+    if model == "llama4":
+        if height != width:
+            raise SpecError(
+                f"Llama 4's vision rotary is over a square grid (image_size // patch_size), got {height}x{width}",
+                param="grid",
+            )
+        if ref_grid is not None:
+            raise SpecError("ref_grid is eva02's; llama4 does not take it", param="ref_grid")
+        axis_order = (1, 0)  # frequencies_x (the column) first, then frequencies_y
+        positions = np.concatenate([rows + 1, np.zeros((1, 2), np.int64)])  # the class token last, its angle 0
+    else:
+        axis_order = (0, 1)  # grid_indexing 'ij': the row's bands first
+        positions = rows
+        if ref_grid is not None:
+            ref_h, ref_w = (_int(side, "ref_grid", 1, MAX_SIDE) for side in ref_grid)
+            scales = (Fraction(ref_h, height), Fraction(ref_w, width))
+    axes = [axis for axis in axis_order for _ in range(quarter)]
+    exponents = tuple(Fraction(4 * k, d) for _ in axis_order for k in range(quarter))
+    groups = tuple((d // 2, k) for _ in axis_order for k in range(quarter))
+    expand = np.repeat(np.arange(2 * quarter), 2)
+    return AxialSpec(model, theta, positions.astype(np.int64), np.array(axes), exponents, expand, groups, scales)
+
+
+def _exact_scaled(spec: AxialSpec, part: str, element: ElementType, quantisation: dict[str, object]) -> np.ndarray:
+    """:func:`exact` where each axis's integer positions are scaled by ``spec.scales`` (an exact rational)."""
+    stop = int(spec.positions.max(initial=0)) + 1
+    half = np.empty((len(spec.positions), len(spec.exponents)), element.storage)
+    by_key: dict[tuple[int, int], list[int]] = {}
+    for c, e in enumerate(spec.exponents):
+        by_key.setdefault((e.denominator, int(spec.axes[c])), []).append(c)
+    for (denom, axis), cols in by_key.items():
+        numerators = [int(spec.exponents[c] * denom) for c in cols]
+        mults = [spec.scales[axis]] * (max(numerators) + 1)
+        columns = [(k, part) for k in numerators]
+        table = sinusoid_rows(
+            0,
+            stop,
+            columns,
+            denom=denom,
+            base=spec.theta,
+            dtype=element.name,
+            mults=mults,
+            **quantisation,  # type: ignore[arg-type]
+        )
+        for i, c in enumerate(cols):
+            half[:, c] = table[spec.positions[:, axis], i]
+    return np.ascontiguousarray(half[:, spec.expand])
+
+
+def _framework_timm_cat(spec: AxialSpec, want_cos: bool) -> np.ndarray:
+    """timm's ``build_rotary_pos_embed(in_pixels=False)`` in its float32 operations: ``bands = 1 / theta**(arange(n)
+    / n)`` (``freq_bands``, ``n = d/4``), each axis's index grid ``arange(side).float()``, with ``ref_feat_shape``
+    ``t / side * ref``, the product ``grid * bands``, then ``sin``/``cos`` correctly rounded."""
+    from posenc_cli.encodings import float32 as f32ops
+
+    n = spec.head_dim // 4
+    e32 = np.arange(n, dtype=np.float32) / np.float32(n)
+    bands = (np.float32(1) / f32ops.pow_(np.full(e32.shape, np.float32(spec.theta)), e32)).astype(np.float32)
+    pos = spec.positions.astype(np.float32)
+    for axis, scale in enumerate(spec.scales):
+        side = int(spec.positions[:, axis].max()) + 1  # eva02's rows are the whole grid
+        ref = np.float32(scale * side)  # an integer: ref_feat_shape's side
+        pos[:, axis] = ((pos[:, axis] / np.float32(side)).astype(np.float32) * ref).astype(np.float32)
+    angles = np.empty((len(spec.positions), len(spec.axes)), np.float32)
+    for c, axis in enumerate(spec.axes.tolist()):
+        angles[:, c] = (pos[:, axis] * bands[spec.groups[c][1]]).astype(np.float32)
+    half = (f32ops.cos if want_cos else f32ops.sin)(angles)
     return np.ascontiguousarray(half[:, spec.expand])

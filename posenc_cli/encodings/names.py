@@ -16,4 +16,4 @@ WINDOW_SCHEMES = ("swin", "beit", "swinv2")
 #: :mod:`posenc_cli.encodings.mrope_ids`: whose ``get_rope_index`` (transformers) gives the M-RoPE position ids.
 MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
 #: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX).
-AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "flux")
+AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "flux", "llama4", "eva02")

@@ -59,6 +59,7 @@ PARAMS: tuple[Param, ...] = (
     Param("axes_dim", AXES_DIM, "flux: columns per id axis.  [default: 16,56,56]"),
     Param("text_tokens", TEXT_TOKENS, "flux: text tokens (ids 0,0,0) before the image.  [default: 512]"),
     arithmetic("transformers (float32) or diffusers (float64 on CPU)"),
+    Param("ref_grid", GRID_SIDES, "eva02: timm's ref_feat_shape, positions scaled by ref/side (EVA-02: 16x16)."),
 )
 
 DOC = """Write axial RoPE's cos and sin over a patch grid, as a vision tower or FLUX passes them to attention.
@@ -83,6 +84,7 @@ _OWNERS = {
     "frames": _QWEN, "spatial_merge_size": _QWEN, "window_size": ("qwen2.5-vl",), "patch_size": ("qwen2.5-vl",),
     "axes_dim": ("flux",), "text_tokens": ("flux",),
 }  # fmt: skip
+_OWNERS["ref_grid"] = ("eva02",)
 
 
 def axial(
@@ -97,6 +99,7 @@ def axial(
     patch_size: int | None = None,
     axes_dim: tuple[int, ...] | list[int] | None = None,
     text_tokens: int | None = None,
+    ref_grid: int | tuple[int, int] | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -128,10 +131,16 @@ def axial(
     check(KIND.inputs, grid=tuple(grid), head_dim=head_dim, theta=theta, frames=frames, axes_dim=axes)
     check(KIND.inputs, spatial_merge_size=spatial_merge_size, window_size=window_size, patch_size=patch_size)
     check(KIND.inputs, text_tokens=text_tokens, scale=scale, zero_point=zero_point)
+    if isinstance(ref_grid, (int, np.integer)) and not isinstance(ref_grid, bool):
+        ref_grid = (int(ref_grid), int(ref_grid))
+    if ref_grid is not None and (not isinstance(ref_grid, (tuple, list)) or len(ref_grid) != 2):
+        raise SpecError(f"ref_grid must be (height, width), got {ref_grid!r}", param="ref_grid")
+    check(KIND.inputs, ref_grid=None if ref_grid is None else tuple(ref_grid))
     given = {
         "frames": frames, "spatial_merge_size": spatial_merge_size, "window_size": window_size,
         "patch_size": patch_size, "axes_dim": axes, "text_tokens": text_tokens,
     }  # fmt: skip
+    given["ref_grid"] = None if ref_grid is None else (int(ref_grid[0]), int(ref_grid[1]))
     for name, value in given.items():
         if value is not None and model not in _OWNERS[name]:
             raise SpecError(f"{name} is {'/'.join(_OWNERS[name])}'s; {model} does not take it", param=name)
@@ -165,6 +174,9 @@ def axial(
     params: dict[str, Value] = {"model": model, "grid_height": int(grid[0]), "grid_width": int(grid[1])}
     params.update(head_dim=spec.head_dim, theta=theta)
     for name, value in settings.items():
+        if name == "ref_grid":
+            params.update(ref_grid_height=int(value[0]), ref_grid_width=int(value[1]))
+            continue
         params[name] = ",".join(map(str, value)) if name == "axes_dim" else int(value)
     layouts = {
         "pixtral": "[h | w | h | w], rows row-major",
@@ -172,6 +184,10 @@ def axial(
         "qwen2.5-vl": "[h | w | h | w], rows in spatial-merge blocks"
         + (", in window order" if window_size is not None else ""),
         "flux": "[axis 0 | axis 1 | axis 2], each frequency twice side by side, rows text then latent",
+        "llama4": "[w | h] at column + 1 and row + 1, each frequency twice side by side (freqs_ci's complex pairs), "
+        "rows row-major then the class token (angle 0)",
+        "eva02": "[h | w], each frequency twice side by side (timm's get_embed is cat([sin, cos])), rows row-major"
+        + (", positions scaled by ref_grid / grid" if ref_grid is not None else ""),
     }
     params.update(tokens=rows, dtype=element.name, layout=layouts[model])
     if element.scale is not None:
@@ -191,6 +207,8 @@ def _axial_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
     args = {key: p[key] for key in keys if key in p}
     if "grid_height" in p and "grid_width" in p:
         args["grid"] = (p["grid_height"], p["grid_width"])
+    if "ref_grid_height" in p and "ref_grid_width" in p:
+        args["ref_grid"] = (p["ref_grid_height"], p["ref_grid_width"])
     return args
 
 
@@ -206,6 +224,7 @@ RECORDED: dict[str, ValueType] = {
     "patch_size": PATCH,
     "axes_dim": AXES_DIM, "text_tokens": TEXT_TOKENS, "tokens": INTEGER, **QUANTISATION,
     "arithmetic": TEXT, "layout": TEXT,
+    "ref_grid_height": GRID_SIDE, "ref_grid_width": GRID_SIDE,
 }
 # fmt: on
 
@@ -218,7 +237,7 @@ KIND = Kind(
     make=axial,
     lazy=False,
     recorded=RECORDED,
-    recorded_as={"grid": ("grid_height", "grid_width")},
+    recorded_as={"grid": ("grid_height", "grid_width"), "ref_grid": ("ref_grid_height", "ref_grid_width")},
     from_record=_axial_from_record,
     work_per_value=32,
     work=_axial_work,
