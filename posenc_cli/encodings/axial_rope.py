@@ -20,6 +20,17 @@ column ``c`` an axis ``a_c`` and an exponent ``e_c``: the column's angle is ``po
     ``theta**(-2k/axes_dim[i])``, ``k < axes_dim[i]/2``, each repeated twice side by side (``repeat_interleave``).
     Rows: ``text_tokens`` text ids ``(0, 0, 0)``, then ``FluxPipeline._prepare_latent_image_ids`` of the latent
     ``H x W``: ``(0, r, c)`` over ``(H/2) x (W/2)``, row-major.
+``llama4`` (transformers' ``Llama4VisionRotaryEmbedding``)
+    A square grid. Frequencies ``theta**(-2k/(d/2))``, ``k < d/4``; half columns ``[w | h]`` at positions
+    ``(column + 1, row + 1)`` (``img_idx % idx + 1``, ``img_idx // idx + 1``), each column twice side by side: the
+    real form of its complex ``freqs_ci``, whose column ``c`` multiplies the query pair ``(2c, 2c + 1)``
+    (``view_as_complex``). Rows: the patches row-major, then the class token (``img_idx = -2``, its frequencies
+    zeroed by ``masked_fill``: angle 0, ``cos`` 1, ``sin`` 0), as ``Llama4VisionModel`` appends it last.
+``eva02`` (timm's ``RotaryEmbeddingCat``, ``in_pixels=False``, as EVA-02 builds it)
+    Bands ``theta**(-k/(d/4))``, ``k < d/4`` (``freq_bands``), the same for both axes; half columns ``[h | w]``,
+    each twice side by side (``_rope_layout``); timm's ``get_embed`` is ``cat([sin, cos], -1)``, which its attention
+    splits back. Rows: the patches row-major at positions ``(row, column)``; with ``ref_grid`` (``ref_feat_shape``,
+    16x16 in EVA-02) each axis's position ``i`` becomes ``i / side * ref`` (``scales``), exactly that rational.
 
 ``exact`` values are ``cos`` and ``sin`` of the real angle correctly rounded (the general engine,
 :func:`~posenc_cli.encodings.sinusoid.sinusoid_rows`, one column per distinct exponent). ``framework`` values
@@ -29,6 +40,9 @@ correctly rounded in float32 (:mod:`posenc_cli.encodings.float32`); diffusers' F
 ``1 / theta**(arange(0, D, 2, float64) / D)`` with ``pow`` correctly rounded in float64, the float64 product with the
 position, and ``cos``/``sin`` of that float64 angle correctly rounded to float32 (diffusers rounds twice, through
 float64: the two differ only where the float64 value is within a float64 ulp of a float32 rounding boundary).
+Llama 4 as transformers' other towers (``D = d/2``); timm in float32: ``bands = 1 / theta**(arange(d/4) / (d/4))``,
+the position ``float(i)`` (with ``ref_grid``: ``float(i) / side * ref``, two float32 roundings), the float32
+product, ``sin``/``cos`` correctly rounded.
 
 Examples
 --------
@@ -340,7 +354,7 @@ def _resolve_llama4_eva02(
     return AxialSpec(model, theta, positions.astype(np.int64), np.array(axes), exponents, expand, groups, scales)
 
 
-def _exact_scaled(spec: AxialSpec, part: str, element: ElementType, quantisation: dict[str, object]) -> np.ndarray:
+def _exact_scaled(spec: AxialSpec, part: str, element: ElementType, quantisation: dict[str, float]) -> np.ndarray:
     """:func:`exact` where each axis's integer positions are scaled by ``spec.scales`` (an exact rational)."""
     stop = int(spec.positions.max(initial=0)) + 1
     half = np.empty((len(spec.positions), len(spec.exponents)), element.storage)

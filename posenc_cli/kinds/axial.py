@@ -68,7 +68,10 @@ Arrays cos and sin, (tokens, head_dim), float32 as the model makes them. pixtral
 w the odd frequencies theta^(-2k/head_dim), rows row-major. qwen2-vl, qwen2.5-vl: [h | w | h | w] with
 theta^(-4j/head_dim) on both axes, rows in spatial-merge blocks, repeated per frame; --window-size reorders them
 into Qwen2.5-VL's windows. flux: three axes of axes_dim columns, each frequency twice side by side, rows the text
-tokens (ids 0) then the packed latent's (0, row, column). Every value is exact, correctly rounded, or with
+tokens (ids 0) then the packed latent's (0, row, column). llama4: [w | h] at (column + 1, row + 1), each
+frequency theta^(-4k/head_dim) twice side by side (freqs_ci's complex pairs), the class token last at angle 0.
+eva02: timm's RotaryEmbeddingCat, [h | w], each frequency twice side by side; --ref-grid scales each position by
+ref/side as EVA-02 does. Every value is exact, correctly rounded, or with
 --arithmetic framework the framework's own. docs/tables.md gives every rule.
 
 \b
@@ -76,6 +79,8 @@ Examples:
   posenc axial -m pixtral -g 16x24 --head-dim 64 -o pixtral.npz
   posenc axial -m qwen2.5-vl -g 8x12 --head-dim 80 --window-size 112 -o qwen_vision.npz
   posenc axial -m flux -g 128x128 --head-dim 128 --text-tokens 512 -o flux_rope.npz
+  posenc axial -m llama4 -g 24 --head-dim 88 -o llama4_vision.npz
+  posenc axial -m eva02 -g 16 --head-dim 64 --ref-grid 16 -o eva02.npz
 """
 
 _QWEN = ("qwen2-vl", "qwen2.5-vl")
