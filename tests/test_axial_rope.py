@@ -25,6 +25,8 @@ def arguments(params: dict) -> dict:
     args["grid"] = tuple(args["grid"])
     if "axes_dim" in args:
         args["axes_dim"] = tuple(args["axes_dim"])
+    if "ref_grid" in args:
+        args["ref_grid"] = tuple(args["ref_grid"])
     return args
 
 
@@ -141,6 +143,13 @@ def test_cli_write_verify_inspect(tmp_path):
         (["-m", "flux", "-g", "4x6", "--head-dim", "128", "--axes-dim", "16,56"], "three widths"),
         (["-m", "flux", "-g", "4x6", "--head-dim", "64"], "add up to head_dim"),
         (["-m", "sd3", "-g", "4x6", "--head-dim", "64"], "sd3"),
+        (["-m", "llama4", "-g", "24x16", "--head-dim", "88"], "over a square grid"),
+        (["-m", "llama4", "-g", "24", "--head-dim", "90"], "head_dim must be a multiple of 4"),
+        (["-m", "llama4", "-g", "24", "--head-dim", "88", "--ref-grid", "16"], "llama4 does not take it"),
+        (["-m", "pixtral", "-g", "4x4", "--head-dim", "64", "--ref-grid", "16"], "pixtral does not take it"),
+        (["-m", "eva02", "-g", "16", "--head-dim", "64", "--text-tokens", "4"], "eva02 does not take it"),
+        (["-m", "eva02", "-g", "16", "--head-dim", "62"], "head_dim must be a multiple of 4"),
+        (["-m", "eva02", "-g", "16", "--head-dim", "64", "--ref-grid", "0x16"], "ref-grid"),
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(tmp_path, args, said):
@@ -308,3 +317,77 @@ def test_a_manifest_takes_a_video_grid_as_text_or_array(tmp_path):
     ):
         with np.load(tmp_path / name) as data:
             assert all(np.array_equal(data[part], table.arrays[part]) for part in ("cos", "sin")), name
+def mp_llama4_eva02(model: str, height: int, width: int, head_dim: int, theta: float, ref: tuple | None) -> list:
+    """Per row, per output column, the angle as an mpmath number, from the frameworks' code read as real numbers:
+    Llama 4's ``(img_idx % idx + 1, img_idx // idx + 1) * rope_freq``, the class token (``img_idx = -2``) masked to
+    0, ``view_as_complex`` pairs; timm's ``grid * bands`` with ``t / side * ref`` and ``_rope_layout``."""
+    mpmath.mp.prec = 120
+    t = mpmath.mpf(theta)
+    freqs = [t ** (-mpmath.mpf(k) / (head_dim // 4)) for k in range(head_dim // 4)]
+    rows = []
+    if model == "llama4":
+        for idx in [*range(height * width), -2]:
+            x, y = idx % width + 1, idx // width + 1
+            half = [0 if idx < 0 else x * f for f in freqs] + [0 if idx < 0 else y * f for f in freqs]
+            rows.append([a for a in half for _ in (0, 1)])
+        return rows
+    for r in range(height):
+        for c in range(width):
+            pos = (r, c) if ref is None else (mpmath.mpf(r) / height * ref[0], mpmath.mpf(c) / width * ref[1])
+            half = [pos[0] * f for f in freqs] + [pos[1] * f for f in freqs]
+            rows.append([a for a in half for _ in (0, 1)])
+    return rows
+
+
+@pytest.mark.parametrize(
+    "model, grid, head_dim, theta, ref",
+    [
+        ("llama4", (3, 3), 8, 10000.0, None),
+        ("llama4", (4, 4), 16, 100.0, None),
+        ("eva02", (3, 5), 8, 10000.0, (4, 4)),
+        ("eva02", (5, 3), 12, 10000.0, (16, 16)),
+        ("eva02", (4, 4), 16, 50.0, None),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_llama4_eva02_exact_is_the_correctly_rounded_formula(model, grid, head_dim, theta, ref, dtype):
+    table = axial(model, grid, head_dim, theta=theta, dtype=dtype, ref_grid=ref)
+    angles = mp_llama4_eva02(model, *grid, head_dim, theta, ref)
+    assert table.arrays["cos"].shape == (len(angles), head_dim)
+    for part, fn in (("cos", mpmath.cos), ("sin", mpmath.sin)):
+        want = np.array([[float(fn(a)) for a in row] for row in angles]).astype(dtype)
+        assert np.array_equal(table.arrays[part], want), part
+
+
+@pytest.mark.parametrize("name", ["eva02_b14_12x20_ref16x16", "llama4_scout_24x24_hd88"])
+def test_golden_sized_tables_against_mpmath_at_some_entries(name):
+    params = arguments(MANIFEST[name]["params"])
+    table = axial(**params, dtype="float64")
+    angles = mp_llama4_eva02(params["model"], *params["grid"], params["head_dim"], 10000.0, params.get("ref_grid"))
+    for row, col in [(0, 0), (1, 5), (37, 2), (119, 31), (239, 63), (-1, 0), (-1, 1)]:
+        for part, fn in (("cos", mpmath.cos), ("sin", mpmath.sin)):
+            assert table.arrays[part][row, col] == float(fn(angles[row][col])), (part, row, col)
+
+
+def test_eva02_ref_grid_is_recorded_and_regenerated(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "eva.npz"
+    args = ["axial", "-m", "eva02", "-g", "12x20", "--head-dim", "64", "--ref-grid", "16x16"]
+    result = runner.invoke(cli, [*args, "--arithmetic", "framework", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    gold = np.load(GOLDENS / "eva02_b14_12x20_ref16x16.npz")
+    with np.load(out) as data:
+        assert data["cos"].shape == gold["cos"].shape == (240, 64)
+        ulps = np.abs(data["sin"].view(np.int32).astype(np.int64) - gold["sin"].view(np.int32))
+        assert ulps.max() <= 1
+    assert runner.invoke(cli, ["verify", str(out)]).exit_code == 0
+    result = runner.invoke(cli, ["inspect", str(out)])
+    assert result.exit_code == 0 and "ref_grid" in result.output, result.output
+
+
+def test_llama4_class_token_is_last_at_angle_zero():
+    table = axial("llama4", 24, 88)
+    assert table.arrays["cos"].shape == (577, 88)
+    assert (table.arrays["cos"][-1] == 1).all() and (table.arrays["sin"][-1] == 0).all()
+    gold = np.load(GOLDENS / "llama4_scout_24x24_hd88.npz")
+    assert (gold["cos"][-1] == 1).all() and (gold["sin"][-1] == 0).all()

@@ -26,6 +26,17 @@ column ``c`` an axis ``a_c`` and an exponent ``e_c``: the column's angle is ``po
     twice side by side: HunyuanVideo's ``axes_dim`` (``rope_axes_dim``, ``[16, 56, 56]``, ``theta`` 256), Wan's
     ``[d - 4 * (d // 6), 2 * (d // 6), 2 * (d // 6)]`` (``[44, 42, 42]`` at ``d = 128``); Wan precomputes
     ``max_seq_len`` 1024 positions per axis, so no axis may hold more tokens.
+``llama4`` (transformers' ``Llama4VisionRotaryEmbedding``)
+    A square grid. Frequencies ``theta**(-2k/(d/2))``, ``k < d/4``; half columns ``[w | h]`` at positions
+    ``(column + 1, row + 1)`` (``img_idx % idx + 1``, ``img_idx // idx + 1``), each column twice side by side: the
+    real form of its complex ``freqs_ci``, whose column ``c`` multiplies the query pair ``(2c, 2c + 1)``
+    (``view_as_complex``). Rows: the patches row-major, then the class token (``img_idx = -2``, its frequencies
+    zeroed by ``masked_fill``: angle 0, ``cos`` 1, ``sin`` 0), as ``Llama4VisionModel`` appends it last.
+``eva02`` (timm's ``RotaryEmbeddingCat``, ``in_pixels=False``, as EVA-02 builds it)
+    Bands ``theta**(-k/(d/4))``, ``k < d/4`` (``freq_bands``), the same for both axes; half columns ``[h | w]``,
+    each twice side by side (``_rope_layout``); timm's ``get_embed`` is ``cat([sin, cos], -1)``, which its attention
+    splits back. Rows: the patches row-major at positions ``(row, column)``; with ``ref_grid`` (``ref_feat_shape``,
+    16x16 in EVA-02) each axis's position ``i`` becomes ``i / side * ref`` (``scales``), exactly that rational.
 
 ``exact`` values are ``cos`` and ``sin`` of the real angle correctly rounded (the general engine,
 :func:`~posenc_cli.encodings.sinusoid.sinusoid_rows`, one column per distinct exponent). ``framework`` values
@@ -37,6 +48,9 @@ position, and ``cos``/``sin`` of that float64 angle correctly rounded to float32
 float64: the two differ only where the float64 value is within a float64 ulp of a float32 rounding boundary).
 HunyuanVideo computes as transformers does, per axis (``D = axes_dim[i]``: float32 ``inv_freq``, float32 positions,
 float32 ``cos``/``sin``); Wan as FLUX does (float64 on CPU, positions ``arange(max_seq_len)``).
+Llama 4 as transformers' other towers (``D = d/2``); timm in float32: ``bands = 1 / theta**(arange(d/4) / (d/4))``,
+the position ``float(i)`` (with ``ref_grid``: ``float(i) / side * ref``, two float32 roundings), the float32
+product, ``sin``/``cos`` correctly rounded.
 
 Examples
 --------
@@ -91,6 +105,8 @@ class AxialSpec:
     exponents: tuple[Fraction, ...]
     expand: np.ndarray
     groups: tuple[tuple[int, int], ...]
+    #: Per axis, an exact multiplier of its integer positions (timm's ``ref_feat_shape``: ``ref / side``); none: 1.
+    scales: tuple[Fraction, ...] = ()
 
     @property
     def head_dim(self) -> int:
@@ -137,6 +153,7 @@ def resolve(
     axes_dim: tuple[int, ...] = (16, 56, 56),
     text_tokens: int = 0,
     video_patch: tuple[int, int, int] = (1, 2, 2),
+    ref_grid: tuple[int, int] | None = None,
 ) -> AxialSpec:
     """Check a style's parameters and lay out its table (the module docstring says how); ``SpecError`` naming the
     parameter otherwise. ``window_size`` (pixels) and ``patch_size`` are Qwen2.5-VL's window reordering (none when
@@ -150,6 +167,8 @@ def resolve(
         raise SpecError(
             f"{model} takes a grid of height x width; TxHxW is the video styles', got {grid!r}", param="grid"
         )
+    if model in _CLASS_OR_REF:
+        return _resolve_llama4_eva02(model, grid, head_dim, theta, ref_grid)
     height, width = (_int(side, "grid", 1, MAX_SIDE) for side in grid)
     d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
     axes: list[int] = []
@@ -296,6 +315,8 @@ def exact(spec: AxialSpec, part: str, element: ElementType) -> np.ndarray:
     """The ``(rows, head_dim)`` ``cos`` or ``sin`` (``part``) of ``spec``, every value the real one correctly
     rounded, in ``element``'s storage."""
     quantisation = {"quant_scale": element.scale, "zero_point": element.zero_point} if element.scale else {}
+    if spec.scales:
+        return _exact_scaled(spec, part, element, quantisation)
     stop = int(spec.positions.max(initial=0)) + 1
     half = np.empty((len(spec.positions), len(spec.exponents)), element.storage)
     by_denom: dict[int, list[int]] = {}
@@ -346,6 +367,8 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
     if spec.model in AXIAL_ROPE_VIDEO:
         return _video_framework(spec, part)
     want_cos = part == "cos"
+    if spec.model == "eva02":
+        return _framework_timm_cat(spec, want_cos)
     pos = spec.positions[:, spec.axes]
     inv: np.ndarray
     angles: np.ndarray
@@ -391,4 +414,94 @@ def _video_framework(spec: AxialSpec, part: str) -> np.ndarray:
         half = _trig64_to_32(pos.astype(np.float64) * inv, want_cos)
     else:
         half = (f32ops.cos if want_cos else f32ops.sin)((pos.astype(np.float32) * inv).astype(np.float32))
+    return np.ascontiguousarray(half[:, spec.expand])
+
+
+#: Styles laid out by :func:`_resolve_llama4_eva02`: Llama 4's class-token row, timm's ``ref_feat_shape``.
+_CLASS_OR_REF = ("llama4", "eva02")
+
+
+def _resolve_llama4_eva02(
+    model: str, grid: tuple[int, int], head_dim: int, theta: float, ref_grid: tuple[int, int] | None
+) -> AxialSpec:
+    """``llama4`` and ``eva02`` (the module docstring): both take ``d/4`` frequencies ``theta**(-4k/d)`` per axis,
+    each twice side by side (interleaved pairs)."""
+    height, width = (_int(side, "grid", 1, MAX_SIDE) for side in grid)
+    d = _int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
+    if d % 4:
+        raise SpecError(
+            f"head_dim must be a multiple of 4 (two axes, each a cos and sin pair), got {d}", param="head_dim"
+        )
+    quarter = d // 4
+    if height * width + (model == "llama4") > MAX_TOKENS:
+        raise SpecError(f"the table would be {height * width} rows, more than {MAX_TOKENS}", param="grid")
+    rows = np.stack([np.repeat(np.arange(height), width), np.tile(np.arange(width), height)], axis=-1)
+    scales: tuple[Fraction, ...] = ()
+    if model == "llama4":
+        if height != width:
+            raise SpecError(
+                f"Llama 4's vision rotary is over a square grid (image_size // patch_size), got {height}x{width}",
+                param="grid",
+            )
+        if ref_grid is not None:
+            raise SpecError("ref_grid is eva02's; llama4 does not take it", param="ref_grid")
+        axis_order = (1, 0)  # frequencies_x (the column) first, then frequencies_y
+        positions = np.concatenate([rows + 1, np.zeros((1, 2), np.int64)])  # the class token last, its angle 0
+    else:
+        axis_order = (0, 1)  # grid_indexing 'ij': the row's bands first
+        positions = rows
+        if ref_grid is not None:
+            ref_h, ref_w = (_int(side, "ref_grid", 1, MAX_SIDE) for side in ref_grid)
+            scales = (Fraction(ref_h, height), Fraction(ref_w, width))
+    axes = [axis for axis in axis_order for _ in range(quarter)]
+    exponents = tuple(Fraction(4 * k, d) for _ in axis_order for k in range(quarter))
+    groups = tuple((d // 2, k) for _ in axis_order for k in range(quarter))
+    expand = np.repeat(np.arange(2 * quarter), 2)
+    return AxialSpec(model, theta, positions.astype(np.int64), np.array(axes), exponents, expand, groups, scales)
+
+
+def _exact_scaled(spec: AxialSpec, part: str, element: ElementType, quantisation: dict[str, float]) -> np.ndarray:
+    """:func:`exact` where each axis's integer positions are scaled by ``spec.scales`` (an exact rational)."""
+    stop = int(spec.positions.max(initial=0)) + 1
+    half = np.empty((len(spec.positions), len(spec.exponents)), element.storage)
+    by_key: dict[tuple[int, int], list[int]] = {}
+    for c, e in enumerate(spec.exponents):
+        by_key.setdefault((e.denominator, int(spec.axes[c])), []).append(c)
+    for (denom, axis), cols in by_key.items():
+        numerators = [int(spec.exponents[c] * denom) for c in cols]
+        mults = [spec.scales[axis]] * (max(numerators) + 1)
+        columns = [(k, part) for k in numerators]
+        table = sinusoid_rows(
+            0,
+            stop,
+            columns,
+            denom=denom,
+            base=spec.theta,
+            dtype=element.name,
+            mults=mults,
+            **quantisation,  # type: ignore[arg-type]
+        )
+        for i, c in enumerate(cols):
+            half[:, c] = table[spec.positions[:, axis], i]
+    return np.ascontiguousarray(half[:, spec.expand])
+
+
+def _framework_timm_cat(spec: AxialSpec, want_cos: bool) -> np.ndarray:
+    """timm's ``build_rotary_pos_embed(in_pixels=False)`` in its float32 operations: ``bands = 1 / theta**(arange(n)
+    / n)`` (``freq_bands``, ``n = d/4``), each axis's index grid ``arange(side).float()``, with ``ref_feat_shape``
+    ``t / side * ref``, the product ``grid * bands``, then ``sin``/``cos`` correctly rounded."""
+    from posenc_cli.encodings import float32 as f32ops
+
+    n = spec.head_dim // 4
+    e32 = np.arange(n, dtype=np.float32) / np.float32(n)
+    bands = (np.float32(1) / f32ops.pow_(np.full(e32.shape, np.float32(spec.theta)), e32)).astype(np.float32)
+    pos = spec.positions.astype(np.float32)
+    for axis, scale in enumerate(spec.scales):
+        side = int(spec.positions[:, axis].max()) + 1  # eva02's rows are the whole grid
+        ref = np.float32(scale * side)  # an integer: ref_feat_shape's side
+        pos[:, axis] = ((pos[:, axis] / np.float32(side)).astype(np.float32) * ref).astype(np.float32)
+    angles = np.empty((len(spec.positions), len(spec.axes)), np.float32)
+    for c, axis in enumerate(spec.axes.tolist()):
+        angles[:, c] = (pos[:, axis] * bands[spec.groups[c][1]]).astype(np.float32)
+    half = (f32ops.cos if want_cos else f32ops.sin)(angles)
     return np.ascontiguousarray(half[:, spec.expand])

@@ -15,7 +15,7 @@ RELATIVE_SCHEMES = ("t5", "deberta", "shaw")
 WINDOW_SCHEMES = ("swin", "beit", "swinv2")
 #: :mod:`posenc_cli.encodings.mrope_ids`: whose ``get_rope_index`` (transformers) gives the M-RoPE position ids.
 MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
-#: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX).
-AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "flux", "hunyuan-video", "wan")
+#: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX, video).
+AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "llama4", "eva02", "flux", "hunyuan-video", "wan")
 #: ... of which the video styles, over a latent's frames x height x width (``-g TxHxW``).
 AXIAL_ROPE_VIDEO = ("hunyuan-video", "wan")

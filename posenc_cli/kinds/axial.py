@@ -65,7 +65,8 @@ PARAMS: tuple[Param, ...] = (
     Param("axes_dim", AXES_DIM, "flux, hunyuan-video: columns per id axis.  [default: 16,56,56]"),
     Param("text_tokens", TEXT_TOKENS, "flux: text tokens (ids 0,0,0) before the image.  [default: 512]"),
     Param("patch_size_t", PATCH_T, "hunyuan-video, wan: latent frames per patch.  [default: 1]"),
-    arithmetic("transformers (float32) or diffusers (FLUX, Wan: float64 on CPU; HunyuanVideo: float32)"),
+    arithmetic("transformers and timm (float32) or diffusers (FLUX, Wan: float64 on CPU; HunyuanVideo: float32)"),
+    Param("ref_grid", GRID_SIDES, "eva02: timm's ref_feat_shape, positions scaled by ref/side (EVA-02: 16x16)."),
 )
 
 DOC = """Write axial RoPE's cos and sin over a patch grid, as a vision tower or FLUX passes them to attention.
@@ -76,8 +77,10 @@ theta^(-4j/head_dim) on both axes, rows in spatial-merge blocks, repeated per fr
 into Qwen2.5-VL's windows. flux: three axes of axes_dim columns, each frequency twice side by side, rows the text
 tokens (ids 0) then the packed latent's (0, row, column). hunyuan-video, wan: a video latent TxHxW, rows its
 patches' (t, h, w) row-major, three axes as flux's (hunyuan-video: axes_dim, theta 256; wan: head_dim split
-44,42,42 at 128). Every value is exact, correctly rounded, or with --arithmetic framework the framework's own.
-docs/tables.md gives every rule.
+44,42,42 at 128). llama4: [w | h] at (column + 1, row + 1), each frequency theta^(-4k/head_dim) twice side by
+side (freqs_ci's complex pairs), the class token last at angle 0. eva02: timm's RotaryEmbeddingCat, [h | w], each
+frequency twice side by side; --ref-grid scales each position by ref/side as EVA-02 does. Every value is exact,
+correctly rounded, or with --arithmetic framework the framework's own. docs/tables.md gives every rule.
 
 \b
 Examples:
@@ -85,6 +88,8 @@ Examples:
   posenc axial -m qwen2.5-vl -g 8x12 --head-dim 80 --window-size 112 -o qwen_vision.npz
   posenc axial -m flux -g 128x128 --head-dim 128 --text-tokens 512 -o flux_rope.npz
   posenc axial -m wan -g 21x60x104 --head-dim 128 -o wan_rope.npz
+  posenc axial -m llama4 -g 24 --head-dim 88 -o llama4_vision.npz
+  posenc axial -m eva02 -g 16 --head-dim 64 --ref-grid 16 -o eva02.npz
 """
 
 _QWEN = ("qwen2-vl", "qwen2.5-vl")
@@ -96,6 +101,7 @@ _OWNERS = {
 #: The video styles' options (issue #28): HunyuanVideo's rope_axes_dim, each style's patch of the latent.
 _OWNERS.update(axes_dim=("flux", "hunyuan-video"), patch_size=("qwen2.5-vl", *AXIAL_ROPE_VIDEO))
 _OWNERS.update(patch_size_t=AXIAL_ROPE_VIDEO)
+_OWNERS["ref_grid"] = ("eva02",)
 
 
 def axial(
@@ -111,6 +117,7 @@ def axial(
     axes_dim: tuple[int, ...] | list[int] | None = None,
     text_tokens: int | None = None,
     patch_size_t: int | None = None,
+    ref_grid: int | tuple[int, int] | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -155,11 +162,17 @@ def axial(
     check(KIND.inputs, spatial_merge_size=spatial_merge_size, window_size=window_size, patch_size=patch_size)
     check(KIND.inputs, text_tokens=text_tokens, scale=scale, zero_point=zero_point)
     check(KIND.inputs, patch_size_t=patch_size_t)
+    if isinstance(ref_grid, (int, np.integer)) and not isinstance(ref_grid, bool):
+        ref_grid = (int(ref_grid), int(ref_grid))
+    if ref_grid is not None and (not isinstance(ref_grid, (tuple, list)) or len(ref_grid) != 2):
+        raise SpecError(f"ref_grid must be (height, width), got {ref_grid!r}", param="ref_grid")
+    check(KIND.inputs, ref_grid=None if ref_grid is None else tuple(ref_grid))
     given = {
         "frames": frames, "spatial_merge_size": spatial_merge_size, "window_size": window_size,
         "patch_size": patch_size, "axes_dim": axes, "text_tokens": text_tokens,
     }  # fmt: skip
     given["patch_size_t"] = patch_size_t
+    given["ref_grid"] = None if ref_grid is None else (int(ref_grid[0]), int(ref_grid[1]))
     for name, value in given.items():
         if value is not None and model not in _OWNERS[name]:
             raise SpecError(f"{name} is {'/'.join(_OWNERS[name])}'s; {model} does not take it", param=name)
@@ -204,6 +217,9 @@ def axial(
         params["grid_frames"] = int(grid[0])
     params.update(head_dim=spec.head_dim, theta=theta)
     for name, value in settings.items():
+        if name == "ref_grid":
+            params.update(ref_grid_height=int(value[0]), ref_grid_width=int(value[1]))
+            continue
         params[name] = ",".join(map(str, value)) if name == "axes_dim" else int(value)
     layouts = {
         "pixtral": "[h | w | h | w], rows row-major",
@@ -213,6 +229,10 @@ def axial(
         "flux": "[axis 0 | axis 1 | axis 2], each frequency twice side by side, rows text then latent",
         "hunyuan-video": "[t | h | w], each frequency twice side by side, rows (t, h, w) row-major",
         "wan": "[t | h | w], each frequency twice side by side, rows (t, h, w) row-major",
+        "llama4": "[w | h] at column + 1 and row + 1, each frequency twice side by side (freqs_ci's complex pairs), "
+        "rows row-major then the class token (angle 0)",
+        "eva02": "[h | w], each frequency twice side by side (timm's get_embed is cat([sin, cos])), rows row-major"
+        + (", positions scaled by ref_grid / grid" if ref_grid is not None else ""),
     }
     params.update(tokens=rows, dtype=element.name, layout=layouts[model])
     if element.scale is not None:
@@ -234,6 +254,8 @@ def _axial_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
         args["grid"] = (p["grid_height"], p["grid_width"])
     if "grid_frames" in p and "grid" in args:
         args["grid"] = (p["grid_frames"], *args["grid"])
+    if "ref_grid_height" in p and "ref_grid_width" in p:
+        args["ref_grid"] = (p["ref_grid_height"], p["ref_grid_width"])
     return args
 
 
@@ -250,6 +272,7 @@ RECORDED: dict[str, ValueType] = {
     "patch_size": PATCH,
     "axes_dim": AXES_DIM, "text_tokens": TEXT_TOKENS, "tokens": INTEGER, **QUANTISATION,
     "arithmetic": TEXT, "layout": TEXT,
+    "ref_grid_height": GRID_SIDE, "ref_grid_width": GRID_SIDE,
 }
 # fmt: on
 RECORDED.update(grid_frames=GRID_SIDE, patch_size_t=PATCH_T)
@@ -257,13 +280,13 @@ RECORDED.update(grid_frames=GRID_SIDE, patch_size_t=PATCH_T)
 KIND = Kind(
     command="axial",
     table="axial_rope",
-    short_help="Write 2-D and 3-D RoPE caches (Pixtral, Qwen-VL, FLUX, HunyuanVideo, Wan).",
+    short_help="Write 2-D and 3-D RoPE caches (Pixtral, Qwen-VL, Llama 4, EVA-02, FLUX, HunyuanVideo, Wan).",
     doc=DOC,
     params=PARAMS,
     make=axial,
     lazy=False,
     recorded=RECORDED,
-    recorded_as={"grid": ("grid_height", "grid_width")},
+    recorded_as={"grid": ("grid_height", "grid_width"), "ref_grid": ("ref_grid_height", "ref_grid_width")},
     from_record=_axial_from_record,
     work_per_value=32,
     work=_axial_work,

@@ -37,6 +37,7 @@ _LIB.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
 _LIB.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
 
 import diffusers  # noqa: E402
+import timm  # noqa: E402
 import transformers  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -110,6 +111,43 @@ def flux(text: int, latent_h: int, latent_w: int, axes_dim: list[int], theta: fl
     return cos.numpy(), sin.numpy()
 
 
+def llama4(side: int, head_dim: int, theta: float) -> tuple:
+    """``Llama4VisionRotaryEmbedding``'s ``freqs_ci`` (complex, ``(side**2 + 1, 1, head_dim / 2)``) in the real
+    layout its ``vision_apply_rotary_emb`` consumes: query pairs ``(2c, 2c + 1)`` are one complex number, so each
+    ``cos``/``sin`` column is repeated twice side by side. The layout is checked against the model's own function."""
+    from transformers import Llama4VisionConfig
+    from transformers.models.llama4 import modeling_llama4 as m
+
+    heads = 16
+    config = Llama4VisionConfig(
+        hidden_size=head_dim * heads, num_attention_heads=heads, image_size=14 * side, patch_size=14,
+        rope_parameters={"rope_type": "default", "rope_theta": theta},
+    )  # fmt: skip
+    freqs_ci = m.Llama4VisionRotaryEmbedding(config)(torch.zeros(1))
+    cos = freqs_ci.real.reshape(side * side + 1, -1).repeat_interleave(2, dim=-1)
+    sin = freqs_ci.imag.reshape(side * side + 1, -1).repeat_interleave(2, dim=-1)
+    torch.manual_seed(0)
+    q = torch.randn(1, side * side + 1, heads, head_dim)
+    theirs, _ = m.vision_apply_rotary_emb(q, q, freqs_ci)
+    pairs = torch.stack([-q[..., 1::2], q[..., ::2]], dim=-1).reshape(q.shape)  # (x0, x1) -> (-x1, x0)
+    ours = q * cos[None, :, None, :] + pairs * sin[None, :, None, :]
+    assert torch.allclose(ours, theirs, atol=1e-5), "freqs_ci's real layout is not interleaved pairs"
+    return cos.numpy(), sin.numpy()
+
+
+def eva02(height: int, width: int) -> tuple:
+    """timm's EVA-02 B/14 (``eva02_base_patch14_224``: head_dim 64, ``ref_feat_shape`` 16x16) built with one block
+    and random weights at ``img_size = 14 * (height, width)``: its ``RotaryEmbeddingCat.get_embed()``, split as its
+    attention splits it (``apply_rot_embed_cat``: ``sin, cos = emb.chunk(2, -1)``)."""
+    import timm
+
+    model = timm.create_model("eva02_base_patch14_224", pretrained=False, depth=1, img_size=(14 * height, 14 * width))
+    emb = model.rope.get_embed()
+    assert emb.shape == (height * width, 2 * 64), emb.shape
+    sin, cos = emb.chunk(2, -1)
+    return cos.contiguous().numpy(), sin.contiguous().numpy()
+
+
 #: name -> (posenc parameters, maker)
 CASES = {
     "pixtral_12b_16x24_hd64": (
@@ -171,6 +209,22 @@ CASES = {
         },
         lambda: flux(2, 64, 96, [16, 56, 56], 10000.0),
     ),  # fmt: skip
+    "llama4_scout_24x24_hd88": (
+        {"model": "llama4", "grid": [24, 24], "head_dim": 88, "theta": 10000.0},
+        lambda: llama4(24, 88, 10000.0),
+    ),
+    "llama4_5x5_hd16_theta100": (
+        {"model": "llama4", "grid": [5, 5], "head_dim": 16, "theta": 100.0},
+        lambda: llama4(5, 16, 100.0),
+    ),
+    "eva02_b14_16x16_ref16x16": (
+        {"model": "eva02", "grid": [16, 16], "head_dim": 64, "theta": 10000.0, "ref_grid": [16, 16]},
+        lambda: eva02(16, 16),
+    ),
+    "eva02_b14_12x20_ref16x16": (
+        {"model": "eva02", "grid": [12, 20], "head_dim": 64, "theta": 10000.0, "ref_grid": [16, 16]},
+        lambda: eva02(12, 20),
+    ),
 }
 
 
@@ -230,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         "generator": "tests/goldens/axial_rope/make_axial_rope_goldens.py",
         "versions": {
             "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "diffusers": diffusers.__version__, "numpy": np.__version__,
+            "diffusers": diffusers.__version__, "numpy": np.__version__, "timm": timm.__version__,
         },
         "goldens": {},
     }  # fmt: skip
