@@ -12,7 +12,9 @@ ALIBI_VARIANTS = ("bloom", "mpt")
 #: :mod:`posenc_cli.encodings.relative`: whose relative positions.
 RELATIVE_SCHEMES = ("t5", "deberta", "shaw")
 #: :mod:`posenc_cli.encodings.window`: whose window attention index.
-WINDOW_SCHEMES = ("swin", "beit", "swinv2")
+WINDOW_SCHEMES = ("swin", "beit", "swinv2", "swinv2-cr")
+#: :mod:`posenc_cli.encodings.xpos`: whose centring of xPos's positions (they differ for an odd number of rows).
+XPOS_CENTERS = ("torchscale", "rotary-embedding-torch")
 #: :mod:`posenc_cli.encodings.mrope_ids`: whose ``get_rope_index`` (transformers) gives the M-RoPE position ids.
 MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
 #: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX, video).

@@ -1,4 +1,5 @@
-"""Window attention's relative-position tables: Swin's and BEiT's index, SwinV2's log-spaced coordinates.
+"""Window attention's relative-position tables: Swin's and BEiT's index, SwinV2's and SwinV2-CR's log-spaced
+coordinates.
 
 A window of ``H x W`` tokens, row-major (token ``t = y * W + x``), has ``(2H - 1)(2W - 1)`` relative offsets:
 
@@ -15,6 +16,13 @@ A window of ``H x W`` tokens, row-major (token ``t = y * W + x``), has ``(2H - 1
     ``f(c, P) = sign(c) * log2(1 + 8 |c| / P) / 3`` and ``P`` the pretrained window's side minus one when one is
     given, else the window's (``log2(8) = 3``). Each coordinate is the exact value correctly rounded to float32;
     timm computes it in float32 and agrees within its own rounding.
+``swinv2-cr`` (timm ``swin_transformer_v2_cr.WindowMultiHeadAttention``, buffer ``relative_coordinates_log``)
+    The Swin index, and ``coords`` ``(HW * HW, 2)`` in timm's layout: row ``t * HW + u`` holds
+    ``(g(y_t - y_u), g(x_t - x_u))`` with ``g(c) = sign(c) * ln(1 + |c|)`` (the natural logarithm, no pretrained
+    window), each correctly rounded to float32. timm's float32 code (``torch.sign(r) * torch.log(1.0 + r.abs())``)
+    adds and negates integers exactly, so with its one logarithm correctly rounded it gives the same bits. The
+    index is not a timm buffer (its MLP reads every pair's coordinates): it says which of the ``(2H - 1)(2W - 1)``
+    offsets each pair's row repeats.
 
 Examples
 --------
@@ -24,6 +32,8 @@ Examples
 [[5, 3, 3], [4, 1, 0], [4, 2, 1]]
 >>> [str(v) for v in swinv2_coords(2, 2)[0, 0]]  # log2(1 + 8) / 3 = 1.05664166..., rounded to float32
 ['-1.0566417', '-1.0566417']
+>>> swinv2_cr_coords(1, 2).tolist()  # tokens (0, 0), (0, 1): ln 2 = 0.69314718..., rounded to float32
+[[0.0, 0.0], [0.0, -0.6931471824645996], [0.0, 0.6931471824645996], [0.0, 0.0]]
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from posenc_cli.encodings.names import WINDOW_SCHEMES
 from posenc_cli.encodings.sinusoid import show
 from posenc_cli.errors import SpecError
 
-__all__ = ["MAX_SIDE", "SCHEMES", "beit_index", "check_window", "swin_index", "swinv2_coords"]
+__all__ = ["MAX_SIDE", "SCHEMES", "beit_index", "check_window", "swin_index", "swinv2_coords", "swinv2_cr_coords"]
 
 SCHEMES = WINDOW_SCHEMES
 #: Window sides posenc accepts: far beyond any model's (Swin 7 or 12, SwinV2 up to 24, BEiT 14 to 24); the index
@@ -118,3 +128,20 @@ def swinv2_coords(height: int, width: int, pretrained: tuple[int, int] | None = 
     out[:, :, 0] = ys[:, None]
     out[:, :, 1] = xs[None, :]
     return out
+
+
+def _signed_log1p_axis(side: int) -> np.ndarray:
+    """``sign(c) * ln(1 + |c|)`` for ``c = -(side - 1) .. side - 1``, each correctly rounded to float32."""
+    from .float32 import log
+
+    half = log(np.arange(2, side + 1, dtype=np.float32))  # ln(1 + c), c = 1 .. side - 1: integers, held exactly
+    return np.concatenate([-half[::-1], np.zeros(1, np.float32), half]).astype(np.float32)
+
+
+def swinv2_cr_coords(height: int, width: int) -> np.ndarray:
+    """SwinV2-CR's ``(HW * HW, 2)`` log-spaced coordinates of every token pair, in timm's layout, as float32."""
+    y, x = np.divmod(np.arange(height * width, dtype=np.int32), width)
+    out = np.empty((height * width, height * width, 2), np.float32)
+    out[:, :, 0] = _signed_log1p_axis(height)[y[:, None] - y[None, :] + height - 1]
+    out[:, :, 1] = _signed_log1p_axis(width)[x[:, None] - x[None, :] + width - 1]
+    return out.reshape(-1, 2)

@@ -15,6 +15,9 @@ the arrays they make (:func:`with_model_arrays`). It follows transformers 5.25's
   by default) and, for a rope type other than ``default`` with a nonzero ``mscale_all_dim``,
   ``m = 0.1 * mscale_all_dim * ln(factor) + 1`` (1 when ``factor <= 1``), else ``m = 1``: recorded as the table's
   ``softmax_scale`` parameter.
+- **xPos** (torchscale ``XPOS``, rotary-embedding-torch ``use_xpos``; no transformers config names it, so only the
+  options ``xpos_scale_base`` and ``xpos_center`` give it): ``xpos_scale``, the per-position scale of
+  :mod:`posenc_cli.encodings.xpos` at rows ``0 .. seq_len - 1``, in the caches' layout.
 
 ``no_rope_layers`` longer than ``num_hidden_layers`` (as the classes allow) is cut to it: the model indexes it by
 layer. ``arithmetic="exact"`` makes ``attn_scales`` the real formula's value at each position, correctly rounded to
@@ -263,10 +266,12 @@ def softmax_scale(qk_head_dim: int, scaling: str, factor: float | None, mscale_a
 def with_model_arrays(
     table: Table, *, no_rope_layers: tuple[int, ...] | None, attn_scale: float | None, floor_scale: int | None,
     qk_head_dim: int | None, positions: object | None, arithmetic: str, fields: tuple[str, ...] = (),
+    xpos_scale_base: int | None = None, xpos_center: str | None = None,
 ) -> Table:  # fmt: skip
     """``table`` (a RoPE table) with the model's arrays and parameters added: ``no_rope_layers`` (int8, one per
     layer), ``attn_scales`` (float32, one per row of the caches: at ``positions``, or ``0 .. seq_len - 1``) and
-    the parameter ``softmax_scale``; ``fields`` are added to its ``config_fields``."""
+    the parameter ``softmax_scale``, ``xpos_scale`` (float32, the caches' shape); ``fields`` are added to its
+    ``config_fields``."""
     arrays, params, axes = dict(table.arrays), dict(table.params), dict(table.axes)
     if no_rope_layers is not None:
         if len(no_rope_layers) > MAX_LAYERS:
@@ -295,6 +300,32 @@ def with_model_arrays(
             qk_head_dim, str(params["scaling"]), None if factor is None else float(factor),
             None if mscale_all_dim is None else float(mscale_all_dim), arithmetic,
         )  # fmt: skip
+    if xpos_center is not None and xpos_scale_base is None:
+        raise SpecError("xpos_center places xPos's rows: give xpos_scale_base too", param="xpos_center")
+    if xpos_scale_base is not None:
+        arrays["xpos_scale"], xpos_params = _xpos(params, xpos_scale_base, xpos_center, positions, arithmetic)
+        axes["xpos_scale"] = axes["cos"] if "cos" in axes else ("seq_len", "head_dim")
+        params.update(xpos_params)
     if fields and "config_fields" in params:
         params["config_fields"] = ",".join(dict.fromkeys([*str(params["config_fields"]).split(","), *fields]))
     return Table(table.kind, arrays, params, axes)
+
+
+def _xpos(
+    params: dict[str, Any], scale_base: int, center: str | None, positions: object | None, arithmetic: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """xPos's ``xpos_scale`` over the caches' rows and columns, and the parameters that record it."""
+    from ..encodings import xpos
+
+    if positions is not None:
+        raise SpecError(
+            "xPos centres its rows on the sequence (0 .. seq_len - 1), not on given position ids",
+            param="xpos_scale_base",
+        )
+    if arithmetic not in ("exact", "framework"):
+        raise SpecError(f"xPos's scale has exact and framework arithmetic, not {arithmetic}", param="arithmetic")
+    center = "torchscale" if center is None else center
+    rows, width = int(params["seq_len"]), int(params.get("rotary_dim") or params["head_dim"])
+    check_memory(16 * rows * width, f"xPos's scale ({rows} x {width})")
+    scales = xpos.xpos_scale(xpos.xpos_positions(rows, center), width, scale_base, arithmetic)
+    return xpos.expand(scales, str(params["layout"])), {"xpos_scale_base": scale_base, "xpos_center": center}

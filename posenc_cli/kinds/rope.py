@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import ElementType
-from ..encodings.names import ROPE_LAYOUTS, ROPE_SCALINGS
+from ..encodings.names import ROPE_LAYOUTS, ROPE_SCALINGS, XPOS_CENTERS
 from ..errors import SpecError
 from ..params import BOOLEAN, INTEGER, INTEGERS, NUMBER, NUMBERS, TEXT, Choice, Param, ValueType
 from ..ranges import Range
@@ -112,6 +112,12 @@ ATTN_SCALE = NUMBER.within(
 FLOOR_SCALE = INTEGER.within(
     Range("1 <= x <= 2**32", "Llama 4's temperature step in positions (8192): within a cache's positions")
 )
+XPOS_SCALE_BASE = INTEGER.within(
+    Range(
+        "1 <= x <= 2**24",
+        "xPos's scale_base (512 in torchscale and rotary-embedding-torch): a position over it is each scale's power",
+    )
+)
 QK_HEAD_DIM = INTEGER.within(
     Range("1 <= x <= 2**20", "DeepSeek's q·k width, qk_nope_head_dim + qk_rope_head_dim (128 + 64)")
 )
@@ -174,6 +180,17 @@ PARAMS: tuple[Param, ...] = (
     Param("attn_scale", ATTN_SCALE, "Llama 4's attention temperature: the attn_scales array (NoPE query scale)."),
     Param("floor_scale", FLOOR_SCALE, "Llama 4's temperature step in positions.  [default: 8192]"),
     Param("qk_head_dim", QK_HEAD_DIM, "DeepSeek's q·k width: records its softmax_scale (mscale_all_dim folded in)."),
+    Param(
+        "xpos_scale_base",
+        XPOS_SCALE_BASE,
+        "xPos (torchscale, rotary-embedding-torch use_xpos) with this scale_base (512): adds the xpos_scale array.",
+    ),
+    Param(
+        "xpos_center",
+        Choice(XPOS_CENTERS),
+        "xPos: whose centring of the rows (odd --seq-len: torchscale ceil(n/2), rotary-embedding-torch floor(n/2)).  "
+        "[default: torchscale]",
+    ),
     arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward; ggml: llama.cpp's CPU rope", "ggml"),
 )
 
@@ -193,6 +210,10 @@ differs by up to |angle| * 2^-24 (3e-4 at 4k positions). Use framework to match 
 checked against transformers; exact for the true table. --arithmetic ggml: the float32 caches llama.cpp's ggml
 computes on the CPU (its running product of powf(theta, -2/d), its YaRN ramp), for none, linear and yarn.
 
+--xpos-scale-base B adds xpos_scale (seq_len, head_dim) in the caches' layout, xPos's per-position scale:
+zeta_k ** ((p - c) / B) with zeta_k = (2k + 0.4 d) / (1.4 d) and c the centre row; queries multiply by it,
+keys by 1 / xpos_scale (torchscale and rotary-embedding-torch: --layout interleaved).
+
 \b
 Examples:
   posenc rope -n 4096 --head-dim 128 -o rope.npz
@@ -209,7 +230,7 @@ _MODE_FIELDS = (
 )  # fmt: skip
 
 #: What a model class adds beside its cache (:mod:`posenc_cli.kinds._rope_model`), each overridden by a keyword given.
-_MODEL = ("no_rope_layers", "attn_scale", "floor_scale", "qk_head_dim")
+_MODEL = ("no_rope_layers", "attn_scale", "floor_scale", "qk_head_dim", "xpos_scale_base", "xpos_center")
 
 #: The settings a config gives (each overridden by a keyword given): the scaling mode's and these.
 _SETTINGS = (
@@ -236,6 +257,8 @@ def rope(
     attn_scale: float | None = None,
     floor_scale: int | None = None,
     qk_head_dim: int | None = None,
+    xpos_scale_base: int | None = None,
+    xpos_center: str | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -279,6 +302,10 @@ def rope(
       ``dynamic_rope_update`` does. With ``mrope_section`` (Qwen2-VL: ``[16, 24, 24]``) the ids are ``(3, seq)``
       (temporal, height, width) and each frequency takes its section's row, as HF's
       ``apply_multimodal_rotary_pos_emb`` recomposes them (``mrope_interleaved``: Qwen3-VL's interleaved sections).
+    - ``xpos_scale_base``: xPos's scale (:mod:`posenc_cli.encodings.xpos`), the array ``xpos_scale`` (float32,
+      ``(seq_len, rotary_dim)`` in the caches' ``layout``; ``half-width``: one column per frequency), centred as
+      ``xpos_center`` says (``torchscale``, the default, or ``rotary-embedding-torch``). Queries are multiplied by
+      it and keys by its reciprocal; both sources use the ``interleaved`` layout. Not with ``position_ids``.
     - ``longrope_pair``: both LongRoPE caches, ``cos_short``/``sin_short``/``inv_freq_short`` and the ``_long``
       ones, whatever ``seq_len`` is (ONNX Runtime GenAI bakes both).
 
@@ -401,7 +428,7 @@ RECORDED: dict[str, ValueType] = {
     "positions_reach": INTEGER, "mrope_section": MROPE_SECTION, "mrope_interleaved": BOOLEAN,
     "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT, "arithmetic": TEXT,
     "no_rope_layers": NO_ROPE_LAYERS, "attn_scale": ATTN_SCALE, "floor_scale": FLOOR_SCALE,
-    "qk_head_dim": QK_HEAD_DIM, "softmax_scale": NUMBER,
+    "qk_head_dim": QK_HEAD_DIM, "softmax_scale": NUMBER, "xpos_scale_base": XPOS_SCALE_BASE, "xpos_center": TEXT,
 }
 
 # fmt: on

@@ -1,4 +1,4 @@
-"""``posenc window``: window attention's relative-position index of Swin, BEiT and SwinV2
+"""``posenc window``: window attention's relative-position index of Swin, BEiT, SwinV2 and SwinV2-CR
 (:mod:`posenc_cli.encodings.window`), with the bias a checkpoint's learned table gives: parameters, maker, record,
 help."""
 
@@ -61,13 +61,15 @@ index is timm's relative_position_index: (HW, HW) for a window of H x W tokens, 
 token's row and column ((HW+1, HW+1), its three extra offsets). swinv2 also writes coords, (2H-1, 2W-1, 2), the
 log-spaced coordinates its bias MLP reads (--pretrained-window scales them as timm does), each correctly rounded
 to float32, or with --arithmetic framework as timm's and HF's float32 code computes them (the indices are
-integers, the same either way). --bias FILE gathers a relative_position_bias_table into bias[h, i, j] as the
-attention adds it.
+integers, the same either way). swinv2-cr writes timm's SwinV2-CR relative_coordinates_log as coords,
+(HW*HW, 2), sign(d) * ln(1 + |d|) of each token pair's offsets (the same bits in either arithmetic). --bias FILE
+gathers a relative_position_bias_table into bias[h, i, j] as the attention adds it.
 
 \b
 Examples:
   posenc window --scheme swin -w 7 -o swin_index.h
   posenc window --scheme swinv2 -w 16 --pretrained-window 12 -o swinv2.npz
+  posenc window --scheme swinv2-cr -w 8 -o swinv2_cr.npz
   posenc window --scheme beit -w 14 -o beit_index.npy
 """
 
@@ -82,17 +84,20 @@ def window(
     dtype: str | None = None,
     arithmetic: str = "exact",
 ) -> Table:
-    """Window attention's relative-position tables (Swin, BEiT, SwinV2) as a :class:`Table` of kind ``"window"``.
+    """Window attention's relative-position tables (Swin, BEiT, SwinV2, SwinV2-CR) as a ``"window"`` :class:`Table`.
 
     ``window`` is ``(H, W)`` tokens. Arrays: ``index`` (timm's ``relative_position_index``: ``(HW, HW)``; BEiT
     ``(HW + 1, HW + 1)`` with its class-token row and column); for ``swinv2`` also ``coords`` ``(2H - 1, 2W - 1,
     2)``, the log-spaced coordinates its bias MLP reads (divided by ``pretrained_window``'s sides minus one when
-    given); with ``bias`` (a ``relative_position_bias_table`` of ``(2H - 1)(2W - 1)`` rows, BEiT's 3 more, one
-    column per head) also ``bias`` ``(heads, *index.shape)`` as the attention adds it. SwinV2 computes its table
-    with an MLP, so it takes no ``bias``. :mod:`posenc_cli.encodings.window` defines each array.
+    given); for ``swinv2-cr`` also ``coords`` ``(HW * HW, 2)``, timm's ``relative_coordinates_log`` (row
+    ``t * HW + u`` for the token pair ``(t, u)``); with ``bias`` (a ``relative_position_bias_table`` of
+    ``(2H - 1)(2W - 1)`` rows, BEiT's 3 more, one column per head) also ``bias`` ``(heads, *index.shape)`` as the
+    attention adds it. SwinV2 and SwinV2-CR compute their tables with an MLP, so they take no ``bias``.
+    :mod:`posenc_cli.encodings.window` defines each array.
 
     ``arithmetic="framework"`` gives SwinV2's ``coords`` as timm's and transformers' float32 code computes them
-    (:mod:`posenc_cli.encodings.framework_grids`); the indices are integers, the same in either mode. It is
+    (:mod:`posenc_cli.encodings.framework_grids`); the indices are integers, the same in either mode, and so are
+    SwinV2-CR's ``coords`` (timm's float32 code adds integers exactly and takes one logarithm). It is
     recorded; ``"exact"`` (the default) is not.
 
     Examples
@@ -111,12 +116,12 @@ def window(
     height, width = window_encoding.check_window(tuple(window) if isinstance(window, list) else window)
     if pretrained_window is not None and tuple(pretrained_window) == (0, 0):
         pretrained_window = None  # timm's "no pretrained window"
-    if pretrained_window is not None and scheme != "swinv2":
+    if pretrained_window is not None and scheme != "swinv2":  # SwinV2-CR has no pretrained window
         raise SpecError(f"pretrained_window applies to swinv2's coordinates, not {scheme}", param="pretrained_window")
-    if bias is not None and scheme == "swinv2":
+    if bias is not None and scheme in ("swinv2", "swinv2-cr"):
         raise SpecError(
-            "swinv2's bias table is the output of the model's cpb_mlp; posenc gathers stored tables (swin, beit) "
-            "and writes swinv2's coords, the MLP's input",
+            f"{scheme}'s bias table is the output of the model's MLP; posenc gathers stored tables (swin, beit) "
+            f"and writes {scheme}'s coords, the MLP's input",
             param="bias",
         )
     pretrained = None
@@ -125,7 +130,8 @@ def window(
             tuple(pretrained_window) if isinstance(pretrained_window, list) else pretrained_window, "pretrained_window"
         )
     tokens = height * width + (scheme == "beit")
-    check_memory(tokens * tokens * KIND.work_per_value, f"the window index ({tokens} x {tokens})")
+    what = "index and coords" if scheme == "swinv2-cr" else "index"
+    check_memory(tokens * tokens * KIND.work_per_value, f"the window {what} ({tokens} x {tokens})")
     index = window_encoding.beit_index(height, width) if scheme == "beit" else window_encoding.swin_index(height, width)
     stored = index_dtype(index, dtype)
     params: dict[str, Value] = {"scheme": scheme, "window_height": height, "window_width": width}
@@ -138,6 +144,8 @@ def window(
             arrays["coords"] = framework_grids.swinv2_coords(height, width, pretrained)  # its sides checked above
         if pretrained is not None:
             params.update(pretrained_height=pretrained[0], pretrained_width=pretrained[1])
+    if scheme == "swinv2-cr":
+        arrays["coords"] = window_encoding.swinv2_cr_coords(height, width)  # framework: the same bits
     params["dtype"] = stored.dtype.name
     rows = (2 * height - 1) * (2 * width - 1) + 3 * (scheme == "beit")
     what = f"the relative_position_bias_table ({rows}, heads)"
@@ -147,6 +155,8 @@ def window(
     if arithmetic != "exact":
         params["arithmetic"] = arithmetic
     axes = {"index": ("query", "key"), "coords": ("dy", "dx", "yx"), "bias": ("heads", "query", "key")}
+    if scheme == "swinv2-cr":
+        axes["coords"] = ("pair", "yx")
     return Table("window", arrays, params, {name: axes[name] for name in arrays})
 
 
@@ -176,7 +186,7 @@ RECORDED: dict[str, ValueType] = {
 KIND = Kind(
     command="window",
     table="window",
-    short_help="Write a window attention index (Swin, BEiT, SwinV2).",
+    short_help="Write a window attention index (Swin, BEiT, SwinV2, SwinV2-CR).",
     doc=DOC,
     params=PARAMS,
     make=window,
