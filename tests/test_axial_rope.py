@@ -317,6 +317,8 @@ def test_a_manifest_takes_a_video_grid_as_text_or_array(tmp_path):
     ):
         with np.load(tmp_path / name) as data:
             assert all(np.array_equal(data[part], table.arrays[part]) for part in ("cos", "sin")), name
+
+
 def mp_llama4_eva02(model: str, height: int, width: int, head_dim: int, theta: float, ref: tuple | None) -> list:
     """Per row, per output column, the angle as an mpmath number, from the frameworks' code read as real numbers:
     Llama 4's ``(img_idx % idx + 1, img_idx // idx + 1) * rope_freq``, the class token (``img_idx = -2``) masked to
