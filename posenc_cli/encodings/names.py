@@ -17,3 +17,5 @@ WINDOW_SCHEMES = ("swin", "beit", "swinv2")
 MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
 #: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX).
 AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "flux")
+#: :mod:`posenc_cli.encodings.sincos2d`: whose 2-D (or 3-D) sincos table: rows, column order, positions.
+SINCOS_LAYOUTS = ("mae", "timm", "simple-vit", "dit", "sd3", "cogvideox")
