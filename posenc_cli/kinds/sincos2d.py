@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-
 from ..dtypes import ElementType
 from ..encodings.names import SINCOS_LAYOUTS
 from ..encodings.sinusoid import check_base
