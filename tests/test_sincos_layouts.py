@@ -234,8 +234,10 @@ def test_a_table_is_made_again_from_its_record(params, arithmetic):
     assert again.params == table.params and again.array.tobytes() == table.array.tobytes()
 
 
-def test_mae_keeps_its_record():
+def test_the_record_names_the_layout_and_its_columns():
     assert posenc_cli.sincos2d(3, 5, 16).params["layout"] == "[sin x | cos x | sin y | cos y], rows y * width + x"
+    timm = posenc_cli.sincos2d(3, 5, 16, layout="timm", reverse_coord=True).params["layout"]
+    assert timm == "timm: [sin x | sin y | cos x | cos y], rows x * height + y"
 
 
 def test_cli_layout(tmp_path):

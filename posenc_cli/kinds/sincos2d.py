@@ -150,8 +150,8 @@ def sincos2d(
     (197, 768)
     >>> sincos2d(grid=(16, 24), d_model=256).array.shape
     (384, 256)
-    >>> sincos2d(grid=(4, 6, 8), d_model=64, layout="cogvideox").params["columns"]
-    '[sin t | cos t | sin x | cos x | sin y | cos y], rows t * height * width + y * width + x'
+    >>> sincos2d(grid=(4, 6, 8), d_model=64, layout="cogvideox").params["layout"]
+    'cogvideox: [sin t | cos t | sin x | cos x | sin y | cos y], rows t * height * width + y * width + x'
     """
     if layout not in SINCOS_LAYOUTS:
         raise SpecError(f"layout must be one of {', '.join(SINCOS_LAYOUTS)}, got {layout!r}", param="layout")
@@ -224,11 +224,10 @@ def sincos2d(
         "cls_token": bool(cls_token),
         "base": base,
         "dtype": element.name,
-        # mae's tables keep the record they always had: "layout" describes their columns
-        "layout": _MAE_COLUMNS if mae else layout,
+        # mae's tables keep the record they always had, the columns; the others name their layout first
+        "layout": _MAE_COLUMNS if mae else f"{layout}: {_columns(plan)}",
     }
     if not mae:
-        params["columns"] = _columns(plan)
         for name in _OPTIONS:
             value = given[name]
             if value is not None:
@@ -246,8 +245,9 @@ def sincos2d(
 
 def _sincos2d_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
     args = {key: p[key] for key in ("d_model", "cls_token", "base", "arithmetic", *_OPTIONS, *ELEMENT_KEYS) if key in p}
-    if p.get("layout") in SINCOS_LAYOUTS:
-        args["layout"] = p["layout"]
+    named = str(p.get("layout", "")).split(":")[0]
+    if named in SINCOS_LAYOUTS:
+        args["layout"] = named
     if "grid_height" in p and "grid_width" in p:
         args["grid"] = (p["grid_height"], p["grid_width"])
     return args
@@ -261,7 +261,7 @@ def _sincos2d_work(p: Mapping[str, Any]) -> int:
 # fmt: off
 RECORDED: dict[str, ValueType] = {
     "grid_height": GRID_SIDE, "grid_width": GRID_SIDE, "d_model": D_MODEL, "cls_token": BOOLEAN,
-    "base": BASE, **QUANTISATION, "layout": TEXT, "columns": TEXT, "arithmetic": TEXT,
+    "base": BASE, **QUANTISATION, "layout": TEXT, "arithmetic": TEXT,
     "reverse_coord": BOOLEAN, "interleave_sin_cos": BOOLEAN, "extra_tokens": EXTRA_TOKENS, "base_size": GRID_SIDE,
     "interpolation_scale": INTERPOLATION, "pos_embed_max_size": GRID_SIDE, "frames": FRAMES,
     "temporal_interpolation_scale": INTERPOLATION,
