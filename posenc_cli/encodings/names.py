@@ -21,3 +21,5 @@ MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
 AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "llama4", "eva02", "flux", "hunyuan-video", "wan")
 #: ... of which the video styles, over a latent's frames x height x width (``-g TxHxW``).
 AXIAL_ROPE_VIDEO = ("hunyuan-video", "wan")
+#: :mod:`posenc_cli.encodings.sincos2d`: whose 2-D (or 3-D) sincos table: rows, column order, positions.
+SINCOS_LAYOUTS = ("mae", "timm", "simple-vit", "dit", "sd3", "cogvideox")
