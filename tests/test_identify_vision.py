@@ -262,12 +262,22 @@ def _grid_looking(rng: np.random.Generator) -> np.ndarray:
     return table.astype(np.float32)
 
 
+def _mae_looking(rng: np.random.Generator) -> np.ndarray:
+    """The same in MAE's column order ``[sin x | cos x | sin y | cos y]``: it passes the structure checks, and the
+    reading's hypothesis (the default base) is compared on its sample only."""
+    table = _grid_looking(rng)
+    q = table.shape[1] // 4
+    y, x = table[:, : 2 * q], table[:, 2 * q :]
+    return np.concatenate([x[:, 0::2], x[:, 1::2], y[:, 0::2], y[:, 1::2]], axis=1)
+
+
 HOSTILE = {
     "random": lambda rng: rng.standard_normal((197, 768)).astype(np.float32),
     "constant": lambda rng: np.full((1, 197, 768), 0.5, np.float32),
     "nan": lambda rng: np.full((4096, 128), np.nan, np.float32),
     "axial_looking": _axial_looking,
     "grid_looking": _grid_looking,
+    "mae_looking": _mae_looking,
 }
 
 
@@ -280,3 +290,6 @@ def test_a_hostile_table_is_no_match_within_a_few_passes(name):
     # the readings are a few passes; the hypotheses they make fail on their sample, far within the budget
     assert identifier.work.spent <= 2 * table.size + 8 * (1 << 18), identifier.work.spent
     assert identifier.work.spent <= WORK_PER_ENTRY * table.size + WORK_FLOOR
+    if name == "mae_looking":  # the reading made its hypothesis, and the sample rejected it: never made whole
+        assert [c.hypothesis.command for c in result.nearest] == ["sincos2d"]
+        assert result.nearest[0].comparison.compared < table.size
