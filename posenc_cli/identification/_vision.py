@@ -168,7 +168,17 @@ def _sincos2d_bases(grid_rows: np.ndarray, grid: tuple[int, int], columns: Colum
 
 def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """2-D sincos in each layout of :data:`SINCOS2D_LAYOUTS` whose structure the table shows, with the
-    class-token row when the first row is zero (none of a table of another number of axes)."""
+    class-token row when the first row is zero (none of a table of another number of axes).
+
+    Examples
+    --------
+    >>> from posenc_cli.kinds import KINDS
+    >>> table = KINDS["sincos2d"].make(grid=(4, 6), d_model=16).array.astype(np.float64)
+    >>> next(sincos2d_hypotheses(table)).values
+    {'grid': (4, 6), 'd_model': 16}
+    >>> list(sincos2d_hypotheses(np.random.default_rng(0).standard_normal((24, 16))))
+    []
+    """
     if values.ndim != 2:
         return
     n, d = values.shape
@@ -230,7 +240,15 @@ TWO_PI = 2 * math.pi
 
 
 def detr_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
-    """DETR's sine embedding of a grid without padding, rows ``y * W + x`` (none of another structure)."""
+    """DETR's sine embedding of a grid without padding, rows ``y * W + x`` (none of another structure).
+
+    Examples
+    --------
+    >>> from posenc_cli.kinds import KINDS
+    >>> table = KINDS["detr"].make(grid=(5, 7), d_model=16, temperature=20.0).array.astype(np.float64)
+    >>> next(detr_hypotheses(table)).values
+    {'grid': (5, 7), 'd_model': 16, 'temperature': 20.0}
+    """
     if values.ndim != 2:
         return
     n, d = values.shape
@@ -420,7 +438,16 @@ def _flux(values: np.ndarray, part: str) -> Iterator[Hypothesis]:
 
 def axial_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """An axial RoPE ``cos`` (first row all 1) or ``sin`` (first row all 0) of each style whose structure the
-    table shows."""
+    table shows.
+
+    Examples
+    --------
+    >>> from posenc_cli.kinds import KINDS
+    >>> sin = KINDS["axial"].make("qwen2.5-vl", (16, 16), 80, window_size=112).arrays["sin"]
+    >>> first = next(axial_hypotheses(sin.astype(np.float64)))
+    >>> first.values, first.array
+    ({'model': 'qwen2.5-vl', 'grid': (16, 16), 'head_dim': 80, 'window_size': 112}, 'sin')
+    """
     if values.ndim != 2:
         return
     n, d = values.shape
