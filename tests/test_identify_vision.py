@@ -31,7 +31,7 @@ from click.testing import CliRunner
 
 from posenc_cli.cli import cli
 from posenc_cli.identification import WORK_FLOOR, WORK_PER_ENTRY, Identifier, identify, identify_array
-from posenc_cli.identification._vision import SINCOS2D_LAYOUTS
+from posenc_cli.identification._vision import SINCOS2D_LAYOUTS, Columns, Layout, sincos2d_hypotheses
 from posenc_cli.kinds import KINDS
 
 GOLDENS = Path(__file__).parent / "goldens"
@@ -161,6 +161,23 @@ def test_a_layout_posenc_cannot_write_is_not_taken_for_maes(name):
     """transformers' builder's own ``[sin y | cos y | sin x | cos x]``: no layout of SINCOS2D_LAYOUTS, no match."""
     assert "mae" in SINCOS2D_LAYOUTS
     assert identify_array(npz(GOLDENS / f"{name}.npz")["builder_raw"]).match is None
+
+
+def test_a_layout_is_one_entry(monkeypatch):
+    """One entry more in SINCOS2D_LAYOUTS (transformers' builder's ``[sin y | cos y | sin x | cos x]``, with a
+    keyword posenc does not have yet) and the reading finds that layout's grid in the builder's own output."""
+
+    def y_first(grid: tuple[int, int], d: int) -> Columns:
+        q = d // 4
+        return Columns(
+            np.repeat([0, 0, 1, 1], q), np.tile(np.repeat([False, True], q), 2), np.tile(np.arange(q) / q, 4)
+        )
+
+    monkeypatch.setitem(SINCOS2D_LAYOUTS, "y-first", Layout({"layout": "y-first"}, y_first))
+    for name, grid, cls in (("sincos2d_hf_3x5_d16", (3, 5), False), ("sincos2d_hf_4x4_d16_cls", (4, 4), True)):
+        table = npz(GOLDENS / f"{name}.npz")["builder_raw"].astype(np.float64)
+        found = [h.values for h in sincos2d_hypotheses(table)]
+        assert found[0] == {"grid": grid, "d_model": 16, "layout": "y-first", **({"cls_token": True} if cls else {})}
 
 
 # --------------------------------------------------------------- round trips: posenc's tables as checkpoints
