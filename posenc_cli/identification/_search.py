@@ -384,7 +384,7 @@ def _candidate(hypothesis: Hypothesis, comparison: Comparison) -> Candidate:
 
     kind = KINDS[hypothesis.command]
     values = dict(hypothesis.values)
-    several = kind.command in ("rope", "alibi")
+    several = kind.command in ("rope", "alibi", "axial")
     output = f"{hypothesis.array}.npy"
     given = [(p, values[p.name]) for p in kind.inputs if p.name in values]
     part = [p for p in kind.keys if p.name == "part"]

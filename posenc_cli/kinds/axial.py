@@ -290,4 +290,5 @@ KIND = Kind(
     from_record=_axial_from_record,
     work_per_value=32,
     work=_axial_work,
+    identify=(4, "_vision:axial_hypotheses"),
 )

@@ -203,4 +203,5 @@ KIND = Kind(
     work_per_value=64,
     work=_detr_work,
     files=("mask",),
+    identify=(5, "_vision:detr_hypotheses"),
 )

@@ -282,5 +282,5 @@ KIND = Kind(
     from_record=_sincos2d_from_record,
     work_per_value=16,  # its own size and a little
     work=_sincos2d_work,
-    identify=(3, "_others:sincos2d_hypotheses"),
+    identify=(3, "_vision:sincos2d_hypotheses"),
 )
