@@ -44,8 +44,8 @@ column ``c`` an axis ``a_c`` and an exponent ``e_c``: the column's angle is ``po
 2).float() / D)`` (``D = d`` for Pixtral, ``d/2`` for Qwen), ``position.float() * inv_freq``, then ``cos``/``sin``
 correctly rounded in float32 (:mod:`posenc_cli.encodings.float32`); diffusers' FLUX in float64 on CPU (``freqs_dtype``):
 ``1 / theta**(arange(0, D, 2, float64) / D)`` with ``pow`` correctly rounded in float64, the float64 product with the
-position, and ``cos``/``sin`` of that float64 angle correctly rounded to float32 (diffusers rounds twice, through
-float64: the two differ only where the float64 value is within a float64 ulp of a float32 rounding boundary).
+position, and ``cos``/``sin`` of that float64 angle correctly rounded to float64, then to float32, the two roundings
+diffusers' ``.float()`` makes (:func:`posenc_cli.encodings.float64.trig_to_float32`).
 HunyuanVideo computes as transformers does, per axis (``D = axes_dim[i]``: float32 ``inv_freq``, float32 positions,
 float32 ``cos``/``sin``); Wan as FLUX does (float64 on CPU, positions ``arange(max_seq_len)``).
 Llama 4 as transformers' other towers (``D = d/2``); timm in float32: ``bands = 1 / theta**(arange(d/4) / (d/4))``,
@@ -63,15 +63,13 @@ Examples
 
 from __future__ import annotations
 
-import decimal
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
-from posenc_cli.dtypes import ElementType, nearest_bits
-from posenc_cli.encodings._exact import enclosure, round_checked
+from posenc_cli.dtypes import ElementType
+from posenc_cli.encodings import float64
 from posenc_cli.encodings.names import AXIAL_ROPE_MODELS, AXIAL_ROPE_VIDEO
 from posenc_cli.encodings.sinusoid import show, sinusoid_rows
 from posenc_cli.errors import SpecError
@@ -330,36 +328,6 @@ def exact(spec: AxialSpec, part: str, element: ElementType) -> np.ndarray:
     return np.ascontiguousarray(half[:, spec.expand])
 
 
-def _pow64(base: float, exponents: np.ndarray) -> np.ndarray:
-    """``base ** e`` correctly rounded to float64 (60 digits decide every rounding but a near-tie, as in
-    :mod:`posenc_cli.encodings.rope`)."""
-    out = []
-    for e in exponents.tolist():
-        with decimal.localcontext() as ctx:
-            ctx.prec = 60
-            out.append(float((Decimal(e) * Decimal(base).ln()).exp()) if e else 1.0)
-    return np.array(out, np.float64)
-
-
-def _trig64_to_32(angles: np.ndarray, want_cos: bool) -> np.ndarray:
-    """``cos`` or ``sin`` of float64 angles, correctly rounded to float32: numpy's float64 value where its error
-    (trusted to ``2**-40`` relative) proves the rounding, else enclosures of rising precision (Ziv)."""
-    flat = angles.reshape(-1)
-    approx = (np.cos if want_cos else np.sin)(angles)
-    out, undecided = round_checked(approx, np.abs(approx) * 2.0**-40 + 2.0**-1000, np.float32)
-    out = np.asarray(out, np.float32).reshape(-1)
-    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
-        digits = 40
-        while True:
-            lo, hi = enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
-            bits = nearest_bits(lo, np.float32)
-            if bits == nearest_bits(hi, np.float32):
-                out[i] = np.array(bits, np.uint32).view(np.float32)
-                break
-            digits *= 2
-    return out.reshape(angles.shape)
-
-
 def framework(spec: AxialSpec, part: str) -> np.ndarray:
     """The ``(rows, head_dim)`` float32 ``cos`` or ``sin`` as the framework computes it (the module docstring)."""
     from posenc_cli.encodings import float32 as f32ops
@@ -377,9 +345,9 @@ def framework(spec: AxialSpec, part: str) -> np.ndarray:
         for dim in sorted({g[0] for g in spec.groups}):
             cols = [c for c, g in enumerate(spec.groups) if g[0] == dim]
             e = np.arange(0, dim, 2, dtype=np.float64)[: dim // 2] / np.float64(dim)
-            inv[cols] = 1.0 / _pow64(spec.theta, e)[[spec.groups[c][1] for c in cols]]
+            inv[cols] = 1.0 / float64.pow_(spec.theta, e)[[spec.groups[c][1] for c in cols]]
         angles = pos.astype(np.float32).astype(np.float64) * inv
-        half = _trig64_to_32(angles, want_cos)
+        half = float64.trig_to_float32(angles, want_cos)
     else:
         dim = spec.groups[0][0]
         e32 = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
@@ -405,13 +373,13 @@ def _video_framework(spec: AxialSpec, part: str) -> np.ndarray:
         ks = [spec.groups[c][1] for c in cols]
         if wide:
             e64 = np.arange(0, dim, 2, dtype=np.float64) / np.float64(dim)
-            inv[cols] = (1.0 / _pow64(spec.theta, e64))[ks]
+            inv[cols] = (1.0 / float64.pow_(spec.theta, e64))[ks]
         else:
             e32 = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
             base = np.full(e32.shape, np.float32(spec.theta))
             inv[cols] = (np.float32(1) / f32ops.pow_(base, e32)).astype(np.float32)[ks]
     if wide:
-        half = _trig64_to_32(pos.astype(np.float64) * inv, want_cos)
+        half = float64.trig_to_float32(pos.astype(np.float64) * inv, want_cos)
     else:
         half = (f32ops.cos if want_cos else f32ops.sin)((pos.astype(np.float32) * inv).astype(np.float32))
     return np.ascontiguousarray(half[:, spec.expand])

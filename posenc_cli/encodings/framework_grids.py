@@ -46,7 +46,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..dtypes import ElementType, nearest_bits
-from ._exact import enclosure, round_checked
+from . import float64
+from ._exact import round_checked
 from .framework import to_element
 
 __all__ = ["deberta_buckets", "log", "log2", "sincos2d", "swinv2_coords", "t5_buckets"]
@@ -181,51 +182,6 @@ def swinv2_coords(height: int, width: int, pretrained: tuple[int, int] | None = 
 
 
 # ---------------------------------------------------------------------------------------------------- sincos2d
-def _pow64(base: float, exponents: np.ndarray) -> np.ndarray:
-    """``base**e`` of float64 exponents, correctly rounded to float64 (``base > 0``; ``e = 0`` gives 1)."""
-    out = np.empty(exponents.shape, np.float64)
-    lnb = None
-    for i, e in enumerate(exponents.tolist()):
-        qe = Fraction(e)
-        if qe == 0 or base == 1:
-            out[i] = 1.0
-            continue
-        digits = 40
-        while True:
-            with decimal.localcontext() as ctx:
-                ctx.prec = digits + 10
-                lnb = Decimal(base).ln()
-                y = lnb * (Decimal(qe.numerator) / Decimal(qe.denominator))
-                ctx.prec = digits
-                v = Fraction(y.exp())
-            err = v * Fraction(1, 10 ** (digits - 6)) * (abs(Fraction(y)) + 1)
-            bits = nearest_bits(v - err, np.float64)
-            if bits == nearest_bits(v + err, np.float64):
-                out[i] = np.array(bits, np.uint64).view(np.float64)
-                break
-            digits *= 2
-    return out
-
-
-def _trig_f32(angles: np.ndarray, want_cos: bool) -> np.ndarray:
-    """``f32(f64(trig(x)))`` of float64 angles: the correctly rounded float64 value, then rounded to float32."""
-    flat = angles.reshape(-1)
-    approx = (np.cos if want_cos else np.sin)(angles)
-    out, undecided = round_checked(approx, np.abs(approx) * TRUSTED + 2.0**-1000, np.float32)
-    out = np.asarray(out, np.float32).reshape(-1)
-    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
-        if flat[i] == 0:
-            out[i] = np.float32(1.0 if want_cos else 0.0)
-            continue
-        digits = 40
-        while True:
-            lo, hi = enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
-            bits = nearest_bits(lo, np.float64)
-            if bits == nearest_bits(hi, np.float64):
-                out[i] = np.float32(np.array(bits, np.uint64).view(np.float64))
-                break
-            digits *= 2
-    return out.reshape(angles.shape)
 
 
 def sincos2d(
@@ -235,11 +191,11 @@ def sincos2d(
     and rounds to float32, in ``element``'s storage (other types round those float32 values)."""
     q = d_model // 4
     omega = np.arange(q, dtype=np.float64) / np.float64(q)
-    omega = np.float64(1.0) / _pow64(base, omega)
+    omega = np.float64(1.0) / float64.pow_(base, omega)
 
     def axis(n: int) -> np.ndarray:
         angles = np.arange(n, dtype=np.float64)[:, None] * omega[None, :]
-        return np.concatenate([_trig_f32(angles, False), _trig_f32(angles, True)], axis=1)
+        return np.concatenate([float64.trig_to_float32(angles, False), float64.trig_to_float32(angles, True)], axis=1)
 
     xs, ys = axis(width), axis(height)
     first = 1 if cls_token else 0

@@ -36,15 +36,13 @@ frequency denominator, an exact rational multiple of each axis's positions, and 
 
 from __future__ import annotations
 
-import decimal
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
-from posenc_cli.dtypes import ElementType, nearest_bits
-from posenc_cli.encodings._exact import enclosure, round_checked
+from posenc_cli.dtypes import ElementType
+from posenc_cli.encodings import float64
 from posenc_cli.encodings.names import SINCOS_LAYOUTS
 from posenc_cli.encodings.sinusoid import show, sinusoid_rows
 from posenc_cli.errors import SpecError
@@ -301,48 +299,6 @@ def _positions32(plan: Plan, name: str) -> np.ndarray:
     return rows
 
 
-def _pow64(base: float, exponents: np.ndarray) -> np.ndarray:
-    """``base**e`` of float64 exponents, correctly rounded to float64 (Ziv's loop on :mod:`decimal`'s ``ln`` and
-    ``exp``, each correctly rounded at its precision; ``e = 0`` gives 1). The same function as MAE's framework table
-    uses privately in :mod:`posenc_cli.encodings.framework_grids`."""
-    out = np.ones(exponents.shape, np.float64)
-    for i, e in enumerate(exponents.tolist()):
-        qe = Fraction(e)
-        digits = 40
-        while qe != 0 and base != 1:
-            with decimal.localcontext() as ctx:
-                ctx.prec = digits + 10
-                y = Decimal(base).ln() * (Decimal(qe.numerator) / Decimal(qe.denominator))
-                ctx.prec = digits
-                v = Fraction(y.exp())
-            err = v * Fraction(1, 10 ** (digits - 6)) * (abs(Fraction(y)) + 1)
-            bits = nearest_bits(v - err, np.float64)
-            if bits == nearest_bits(v + err, np.float64):
-                out[i] = np.array(bits, np.uint64).view(np.float64)
-                break
-            digits *= 2
-    return out
-
-
-def _trig_f32(angles: np.ndarray, want_cos: bool) -> np.ndarray:
-    """``f32(f64(trig(x)))`` of float64 angles: the correctly rounded float64 value, then rounded to float32 (the
-    double rounding of float64 code cast to float32); numpy's value decides where no float32 boundary is near."""
-    flat = angles.reshape(-1)
-    approx = (np.cos if want_cos else np.sin)(angles)
-    out, undecided = round_checked(approx, np.abs(approx) * 2.0**-40 + 2.0**-1000, np.float32)
-    out = np.asarray(out, np.float32).reshape(-1)
-    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
-        digits = 40
-        while True:
-            lo, hi = enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
-            bits = nearest_bits(lo, np.float64)
-            if bits == nearest_bits(hi, np.float64):
-                out[i] = np.float32(np.array(bits, np.uint64).view(np.float64))
-                break
-            digits *= 2
-    return out.reshape(angles.shape)
-
-
 def framework_table(plan: Plan, *, base: float = 10000.0, element: ElementType) -> np.ndarray:
     """``plan``'s table as its library computes it, in ``element``'s storage (other types round its float32 values).
 
@@ -366,7 +322,9 @@ def framework_table(plan: Plan, *, base: float = 10000.0, element: ElementType) 
             angles = np.arange(axis.first, axis.first + axis.n, dtype=np.float32)[:, None] * omega[None, :]
             tables[name] = np.concatenate([f32.sin(angles), f32.cos(angles)], axis=1)
         else:
-            omega64 = np.float64(1.0) / _pow64(base, k.astype(np.float64) / np.float64(axis.denom))
+            omega64 = np.float64(1.0) / float64.pow_(base, k.astype(np.float64) / np.float64(axis.denom))
             angles64 = _positions32(plan, name).astype(np.float64)[:, None] * omega64[None, :]
-            tables[name] = np.concatenate([_trig_f32(angles64, False), _trig_f32(angles64, True)], axis=1)
+            tables[name] = np.concatenate(
+                [float64.trig_to_float32(angles64, False), float64.trig_to_float32(angles64, True)], axis=1
+            )
     return to_element(assemble(plan, tables, np.float32(0.0)), element)
