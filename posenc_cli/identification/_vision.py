@@ -9,12 +9,15 @@ of passes that its values or its row count choose.
 
 2-D sincos (:data:`SINCOS2D_LAYOUTS`)
     A table of layouts: each entry maps ``(grid, d)`` to the column layout (:class:`Columns`: each column's axis, sine
-    or cosine, and exponent, the frequency ``base**-exponent``) and names the command's keywords that select it.
-    Rows are the patches row-major (``y * W + x``), after an all-zero class-token row when the first row is zero.
+    or cosine, and exponent, the frequency ``base**-exponent``), names the command's keywords that select it and
+    the all-zero rows it takes first: MAE's, timm's (and its ``interleave_sin_cos``), SimpleViT's, and DiT's with
+    ``extra_tokens`` (DiT's at its base size, with one zero row or none, is MAE's table). Rows are the patches
+    row-major (``y * W + x``), after the all-zero rows (MAE's class token, DiT's extra tokens).
     The grid's width ``W`` is read off the values (the first row where a column that stayed put from row 0 to row 1
     changes), the layout is checked against the first patch's row (its zeros are the sines, its ones the cosines)
     and against the grid structure (each axis's columns constant along the other), and the base is read from the
-    longer axis's sine/cosine pairs. Adding a layout is one entry.
+    longer axis's sine/cosine pairs. Adding a layout is one entry. The hypotheses of the fewest options come
+    first, and of as many those at the default base.
 DETR (``posenc detr``, without a mask)
     ``[sin y0, cos y0, sin y1, ... | the same of x]``, rows ``y * W + x``, positions 1 .. H and 1 .. W (cumulative sums
     of an all-ones mask). The y half is constant along each run of ``W`` rows, the x half repeats every ``W`` rows.
@@ -33,6 +36,7 @@ Axial RoPE (``posenc axial``: ``cos`` or ``sin``)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -57,6 +61,8 @@ __all__ = [
 PAIRED = 1e-3
 #: The least grid sides read: a grid of one row or one column is a 1-D table.
 MIN_SIDE = 2
+#: The most all-zero rows before a grid (``posenc sincos2d --extra-tokens``' limit).
+MAX_ZERO_ROWS = 1024
 
 
 # ------------------------------------------------------------------------------------------ the grid structure
@@ -111,11 +117,14 @@ class Columns:
 @dataclass(frozen=True)
 class Layout:
     """One layout of ``posenc sincos2d``: the command's keywords that select it (none for MAE's, the default),
-    its :class:`Columns` for a grid ``(H, W)`` and width ``d``, and whether a grid of fewer rows makes this one's
-    first rows (so that a sample costs only those rows)."""
+    its :class:`Columns` for a grid ``(H, W)`` and width ``d`` (``None`` where the layout makes no table of that
+    grid and width with integer positions), the keywords that put ``z`` all-zero rows first (``None`` where it does
+    not take ``z``), and whether a grid of fewer rows makes this one's first rows (so that a sample costs only
+    those rows)."""
 
     values: dict[str, Any]
-    columns: Callable[[tuple[int, int], int], Columns]
+    columns: Callable[[tuple[int, int], int], Columns | None]
+    zero_rows: Callable[[int], dict[str, Any] | None] = field(default=lambda z: {} if z == 0 else None)
     prefix: bool = True
 
 
@@ -129,9 +138,52 @@ def _mae(grid: tuple[int, int], d: int) -> Columns:
     )
 
 
-#: The layouts identify reads, by name; a new ``posenc sincos2d`` layout is one more entry.
+def _timm(grid: tuple[int, int], d: int) -> Columns:
+    """timm's ``[sin y | sin x | cos y | cos x]``, frequencies ``base**(-k/(d/4))``."""
+    q = d // 4
+    return Columns(
+        axis=np.tile(np.repeat([0, 1], q), 2),
+        cosine=np.repeat([False, True], 2 * q),
+        exponent=np.tile(np.arange(q) / q, 4),
+    )
+
+
+def _timm_interleaved(grid: tuple[int, int], d: int) -> Columns:
+    """timm's ``interleave_sin_cos`` ``[sin y | cos y | sin x | cos x]`` (transformers' ViTMAE builder's own
+    output too), frequencies ``base**(-k/(d/4))``."""
+    q = d // 4
+    return Columns(
+        axis=np.repeat([0, 0, 1, 1], q),
+        cosine=np.tile(np.repeat([False, True], q), 2),
+        exponent=np.tile(np.arange(q) / q, 4),
+    )
+
+
+def _simple_vit(grid: tuple[int, int], d: int) -> Columns | None:
+    """vit-pytorch's ``[sin x | cos x | sin y | cos y]``, frequencies ``base**(-k/(d/4 - 1))`` (``d >= 8``)."""
+    q = d // 4
+    if q < 2:
+        return None
+    return dataclasses.replace(_mae(grid, d), exponent=np.tile(np.arange(q) / (q - 1), 4))
+
+
+def _dit(grid: tuple[int, int], d: int) -> Columns | None:
+    """DiT's (diffusers') table at its own base size and interpolation scale 1: MAE's of a square grid (positions
+    ``x * H / W`` are fractional on another)."""
+    return _mae(grid, d) if grid[0] == grid[1] else None
+
+
+#: The layouts identify reads, by name; a new ``posenc sincos2d`` layout is one more entry. Tables that another
+#: entry names already are left out: timm's ``reverse_coord`` of an ``H x W`` grid is timm's table of the
+#: ``W x H`` grid, DiT's at its base size (one zero row or none) is MAE's; so are layouts whose positions are
+#: fractional or offset (DiT's grid other than its base size, SD3's crop: the first patch is not all 0 and 1).
 SINCOS2D_LAYOUTS: dict[str, Layout] = {
-    "mae": Layout({}, _mae),
+    "mae": Layout({}, _mae, lambda z: {} if z == 0 else {"cls_token": True} if z == 1 else None),
+    "timm": Layout({"layout": "timm"}, _timm),
+    "timm-interleaved": Layout({"layout": "timm", "interleave_sin_cos": True}, _timm_interleaved),
+    "simple-vit": Layout({"layout": "simple-vit"}, _simple_vit),
+    # the grid's side is its base size: a grid of fewer rows is another table
+    "dit": Layout({"layout": "dit"}, _dit, lambda z: {"extra_tokens": z} if 2 <= z <= MAX_ZERO_ROWS else None, False),
 }
 
 
@@ -167,8 +219,9 @@ def _sincos2d_bases(grid_rows: np.ndarray, grid: tuple[int, int], columns: Colum
 
 
 def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
-    """2-D sincos in each layout of :data:`SINCOS2D_LAYOUTS` whose structure the table shows, with the
-    class-token row when the first row is zero (none of a table of another number of axes).
+    """2-D sincos in each layout of :data:`SINCOS2D_LAYOUTS` whose structure the table shows, after the
+    all-zero rows the layout takes first (MAE's class token, DiT's extra tokens; none of a table of another number
+    of axes).
 
     Examples
     --------
@@ -178,14 +231,20 @@ def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     {'grid': (4, 6), 'd_model': 16}
     >>> list(sincos2d_hypotheses(np.random.default_rng(0).standard_normal((24, 16))))
     []
+    >>> table = KINDS["sincos2d"].make(grid=(3, 5), d_model=16, layout="timm").array.astype(np.float64)
+    >>> next(sincos2d_hypotheses(table)).values
+    {'grid': (3, 5), 'd_model': 16, 'layout': 'timm'}
     """
     if values.ndim != 2:
         return
     n, d = values.shape
     if d % 4 or d < 4 or n < 2:
         return
-    cls = not values[0].any()
-    grid_rows = values[1:] if cls else values
+    nonzero = np.flatnonzero(values[: MAX_ZERO_ROWS + 1].any(axis=1))
+    if not len(nonzero):
+        return
+    zeros = int(nonzero[0])  # all-zero rows first: a class token, DiT's extra tokens
+    grid_rows = values[zeros:]
     if len(grid_rows) < 2 * MIN_SIDE:
         return
     first = grid_rows[0]
@@ -199,9 +258,16 @@ def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
         return
     width = int(changes[0]) + 1
     height = len(grid_rows) // width
+    # the fewest options first, and of as many those at the default base: a layout's table read in another's columns
+    # can give a base within float32 rounding of the same table (SimpleViT's base**(-k/(q-1)) is MAE's at the base
+    # base**(q/(q-1)), 13459.6 for q = 32), which is the less simple explanation
+    made: list[Hypothesis] = []
     for layout in SINCOS2D_LAYOUTS.values():
         columns = layout.columns((height, width), d)
-        if len(columns.axis) != d or not np.array_equal(first == 1.0, columns.cosine):
+        zero_values = layout.zero_rows(zeros)
+        if columns is None or zero_values is None or len(columns.axis) != d:
+            continue
+        if not np.array_equal(first == 1.0, columns.cosine):
             continue
         if _width(grid_rows, columns.axis == 0, y_sines) != width:
             continue
@@ -216,8 +282,7 @@ def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
             over: dict[str, Any] = {**layout.values}
             if base != 10000.0:
                 over["base"] = base
-            if cls:
-                over["cls_token"] = True
+            over.update(zero_values)
             head = None
             if layout.prefix:
 
@@ -225,13 +290,14 @@ def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
                     rows: int, over: dict[str, Any] = over, width: int = width, height: int = height
                 ) -> Hypothesis:
                     # rows y * W + x of a grid are the same in any grid of the same width and more than y rows
-                    grid = (min(height, max(MIN_SIDE, -(-(rows - cls) // width))), width)
+                    grid = (min(height, max(MIN_SIDE, -(-(rows - zeros) // width))), width)
                     return Hypothesis(
                         "sincos2d", {"grid": grid, "d_model": d, **over}, "pe", "sincos2d", 1.0, len(over)
                     )
 
             grid_values = {"grid": (height, width), "d_model": d, **over}
-            yield Hypothesis("sincos2d", grid_values, "pe", "sincos2d", 1.0, len(over), angle, head=head)
+            made.append(Hypothesis("sincos2d", grid_values, "pe", "sincos2d", 1.0, len(over), angle, head=head))
+    yield from sorted(made, key=lambda h: (h.overrides, "base" in h.values))
 
 
 # ----------------------------------------------------------------------------------------------------- DETR
