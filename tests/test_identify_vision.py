@@ -316,18 +316,12 @@ def test_a_hostile_table_is_no_match_within_a_few_passes(name):
 #: The styles identify names besides the four above, with the options each takes and its theta without one given.
 MORE_STYLES = {"llama4": (), "eva02": (), "wan": (), "hunyuan-video": ("axes_dim",)}
 STYLE_THETA = {"hunyuan-video": 256.0}
-#: timm's ``ref_feat_shape`` equal to the grid scales every position by 1: the table without it, which identify names.
-SAME_WITHOUT_REF = {"eva02_b14_16x16_ref16x16"}
-MORE_GOLDENS = sorted(
-    name
-    for name, entry in AXIAL_MANIFEST.items()
-    if entry["params"]["model"] in MORE_STYLES and ("ref_grid" not in entry["params"] or name in SAME_WITHOUT_REF)
-)
+MORE_GOLDENS = sorted(name for name, entry in AXIAL_MANIFEST.items() if entry["params"]["model"] in MORE_STYLES)
 
 
 def test_the_new_styles_goldens_are_all_read():
-    """Every Llama 4, Wan and HunyuanVideo golden, and EVA-02's without fractional positions."""
-    assert len(MORE_GOLDENS) == 8 and {AXIAL_MANIFEST[n]["params"]["model"] for n in MORE_GOLDENS} == set(MORE_STYLES)
+    """Every Llama 4, EVA-02, Wan and HunyuanVideo golden."""
+    assert len(MORE_GOLDENS) == 9 and {AXIAL_MANIFEST[n]["params"]["model"] for n in MORE_GOLDENS} == set(MORE_STYLES)
 
 
 @pytest.mark.parametrize("part", ["cos", "sin"])
@@ -345,7 +339,9 @@ def test_llama4_eva02_and_video_goldens_are_named_with_the_frameworks_parameters
     for option in MORE_STYLES[want["model"]]:
         got = hypothesis.values.get(option, DEFAULTS.get(option))
         assert list(got) == want[option], option
-    assert "ref_grid" not in hypothesis.values
+    # timm's ref_feat_shape equal to the grid scales every position by 1: the same table as without it
+    want_ref = None if want.get("ref_grid") == want["grid"] else want.get("ref_grid")
+    assert hypothesis.values.get("ref_grid") == (None if want_ref is None else tuple(want_ref))
     ours = regenerated(tmp_path, result.match.command)
     if want["model"] == "wan":  # diffusers computes in float64 and rounds once: posenc's exact table
         assert np.array_equal(ours, golden) and "--arithmetic" not in result.match.command
@@ -373,6 +369,10 @@ MORE_ROUND_TRIPS = {  # name: (keywords, array, the checkpoint's key and shape, 
     "eva02_framework_cos": ({"model": "eva02", "grid": (16, 16), "head_dim": 64, "arithmetic": "framework"}, "cos",
                             ("rope.cos", (256, 64)), _safetensors),
     "eva02_12x20_sin": ({"model": "eva02", "grid": (12, 20), "head_dim": 64}, "sin", ("rope.sin", (240, 64)), _npz),
+    "eva02_ref_sin": ({"model": "eva02", "grid": (12, 20), "head_dim": 64, "ref_grid": (16, 16)}, "sin",
+                      ("rope.sin", (240, 64)), _safetensors),
+    "eva02_ref_framework_cos": ({"model": "eva02", "grid": (24, 24), "head_dim": 64, "ref_grid": (16, 16),
+                                 "arithmetic": "framework"}, "cos", ("rope.cos", (576, 64)), _npz),
     "wan_cos": ({"model": "wan", "grid": (5, 16, 20), "head_dim": 128}, "cos",
                 ("rope.freqs_cos", (1, 400, 1, 128)), _safetensors),
     # Wan's framework table is its exact one (float64 rounded once): named exact
@@ -394,6 +394,7 @@ def test_a_llama4_eva02_or_video_table_posenc_wrote_is_named_by_the_command_that
     assert match is not None
     assert (match.hypothesis.command, match.hypothesis.array) == ("axial", array)
     assert match.hypothesis.values["model"] == keywords["model"]
+    assert match.hypothesis.values.get("ref_grid") == keywords.get("ref_grid")
     assert ("--arithmetic framework" in match.command) == (keywords.get("arithmetic") == "framework")
     ours = regenerated(tmp_path, match.command)
     assert ours.dtype == table.dtype and np.array_equal(ours.reshape(table.shape), table), name

@@ -355,8 +355,9 @@ def _axial(
     given = {k: v for k, v in settings.items() if defaults.get(k) != v}
     exponents = np.array([float(e) for e in spec.exponents])[spec.expand]
     axis_of = spec.axes[spec.expand]
+    scaled = np.array([float(s) for s in spec.scales])[axis_of] if spec.scales else 1.0  # EVA-02's ref / side
     for theta in thetas:
-        frequencies = theta**-exponents
+        frequencies = theta**-exponents * scaled
 
         def angle(rows: np.ndarray, spec: Any = spec, frequencies: np.ndarray = frequencies) -> np.ndarray:
             return np.asarray(spec.positions[rows][:, axis_of] * frequencies, np.float64)
@@ -469,8 +470,32 @@ def _llama4(values: np.ndarray, part: str) -> Iterator[Hypothesis]:
     yield from _axial("llama4", (side, side), d, part, thetas, {}, positions)
 
 
+#: How near an integer ``ref_grid`` side read off a table must be to be named.
+REF_READ = 1e-3
+
+
+def _eva02_ref(pairs: np.ndarray, reading: _Reading, cols: tuple[np.ndarray, np.ndarray]) -> tuple[int, int] | None:
+    """EVA-02's ``ref_grid``: each axis's step per position is ``ref / side`` in its frequency-1 column (the first);
+    ``None`` when both steps are 1 (no ``ref_grid``, or one equal to the grid: the same table) or a side read is
+    not an integer."""
+    refs = []
+    for positions, axis_cols in ((reading.h, cols[0]), (reading.w, cols[1])):
+        side = int(positions.max()) + 1
+        _, rows = np.unique(positions, return_index=True)
+        rates, _ = column_rates(pairs[np.ix_(rows, axis_cols[:1])], np.arange(side), reading.part)
+        refs.append(float(rates[0]) * side)
+    sides = (int(reading.h.max()) + 1, int(reading.w.max()) + 1)
+    if all(abs(ref - side) <= REF_READ * side for ref, side in zip(refs, sides, strict=True)):
+        return None
+    near = [round(ref) for ref in refs]
+    if any(n < 1 or abs(ref - n) > REF_READ * ref for ref, n in zip(refs, near, strict=True)):
+        return None
+    return near[0], near[1]
+
+
 def _eva02(values: np.ndarray, part: str) -> Iterator[Hypothesis]:
-    """timm's EVA-02 ``[h | w]`` of doubled columns, rows row-major at ``(row, column)`` (no ``ref_grid``)."""
+    """timm's EVA-02 ``[h | w]`` of doubled columns, rows row-major at ``(row, column)``, each axis's positions
+    scaled by ``ref_grid / grid`` where its frequency-1 column steps by other than 1."""
     n, d = values.shape
     pairs = values[:, 0::2]
     quarter = d // 4
@@ -481,7 +506,9 @@ def _eva02(values: np.ndarray, part: str) -> Iterator[Hypothesis]:
         return
     positions = np.stack([reading.h, reading.w], axis=-1)
     thetas = _axial_theta(pairs, reading, h_cols, w_cols, 4.0 / d)
-    yield from _axial("eva02", (height, width), d, part, thetas, {}, positions)
+    ref = _eva02_ref(pairs, reading, (h_cols, w_cols))
+    options = {} if ref is None else {"ref_grid": ref}
+    yield from _axial("eva02", (height, width), d, part, thetas, options, positions)
 
 
 def _video_axes(pairs: np.ndarray) -> list[tuple[int, int, int]]:
