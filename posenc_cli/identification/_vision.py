@@ -333,14 +333,15 @@ def _axial_theta(
 
 def _axial(
     style: str,
-    grid: tuple[int, int],
+    grid: tuple[int, ...],
     d: int,
     part: str,
     thetas: list[float],
     options: dict[str, Any],
     positions: np.ndarray,
 ) -> Iterator[Hypothesis]:
-    """The ``posenc axial`` hypotheses of a style whose own row order gives ``positions`` (``(rows, 2)``: h, w)."""
+    """The ``posenc axial`` hypotheses of a style whose own row order gives ``positions`` (``(rows, axes)``: h, w,
+    or a video's t, h, w), ``theta`` left out where it is the style's default (:data:`STYLE_THETA`)."""
     from ..encodings import axial_rope
 
     settings = {k: v for k, v in options.items() if v is not None}
