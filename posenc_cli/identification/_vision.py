@@ -29,6 +29,14 @@ Axial RoPE (``posenc axial``: ``cos`` or ``sin``)
     the style's own row order (Pixtral's row-major patches, Qwen's spatial-merge blocks and frames, Qwen2.5-VL's
     windows, FLUX's text tokens then latent) must give exactly the positions read. Theta is read from the longer
     axis's columns (``theta**(-4j/d)``; FLUX: ``theta**(-2k/axes_dim)``).
+
+    Columns in equal pairs are also Wan's and HunyuanVideo's ``[t | h | w]`` (rows ``(t, h, w)`` row-major, the
+    default ``(1, 2, 2)`` patch; Wan's widths fixed by ``d``, HunyuanVideo's ``[16, 56, 56]`` or read where the w
+    and h columns start to move; theta 256 its default) and EVA-02's ``[h | w]`` (rows row-major; ``ref_grid`` read
+    as ``side`` times the frequency-1 column's step per position, where that is not 1). A one-frame video without
+    text tokens is FLUX's table too: the video style whose defaults it is comes before FLUX. Llama 4's table has
+    its angle-0 row last (the class token): when the first row is neither, the last row gives the part, and the
+    pairs must be ``[w | h]`` at ``(column + 1, row + 1)`` over a square grid.
 """
 
 from __future__ import annotations
