@@ -426,3 +426,24 @@ def test_a_random_or_constant_table_shaped_as_a_new_style_costs_no_work(name):
     result = identifier.identify(table)
     assert result.match is None and not result.nearest
     assert identifier.work.spent == 0
+
+
+MORE_GPU_TABLES = {
+    "llama4_cos": ({"model": "llama4", "grid": (24, 24), "head_dim": 88}, "cos"),
+    "eva02_sin": ({"model": "eva02", "grid": (16, 16), "head_dim": 64}, "sin"),
+    "eva02_ref_cos": ({"model": "eva02", "grid": (12, 20), "head_dim": 64, "ref_grid": (16, 16)}, "cos"),
+    "hunyuan_cos": ({"model": "hunyuan-video", "grid": (3, 16, 24), "head_dim": 128}, "cos"),
+}
+
+
+@pytest.mark.parametrize(("share", "seed"), [(0.1, 1), (0.28, 3)])
+@pytest.mark.parametrize("name", sorted(MORE_GPU_TABLES))
+def test_a_new_style_table_computed_in_float32_on_a_gpu_is_named_with_its_arithmetic(tmp_path, name, share, seed):
+    keywords, array = MORE_GPU_TABLES[name]
+    framework = KINDS["axial"].make(**keywords, arithmetic="framework").arrays[array]
+    stored = on_a_gpu(framework, share, seed)
+    assert 0.05 <= np.mean(stored != framework) <= 0.3 and ulps(stored, framework).max() == 1
+    match = identify_array(stored).match
+    assert match is not None and match.hypothesis.values["model"] == keywords["model"]
+    assert "--arithmetic framework" in match.command and match.comparison.agreement.startswith("framework:")
+    assert np.array_equal(regenerated(tmp_path, match.command), framework)
