@@ -96,7 +96,7 @@ STYLE_OPTIONS = {
 
 
 @pytest.mark.parametrize("part", ["cos", "sin"])
-@pytest.mark.parametrize("name", sorted(AXIAL_MANIFEST))
+@pytest.mark.parametrize("name", sorted(n for n, e in AXIAL_MANIFEST.items() if e["params"]["model"] in STYLE_OPTIONS))
 def test_axial_rope_goldens_are_named_with_the_frameworks_parameters(tmp_path, name, part):
     entry = AXIAL_MANIFEST[name]
     golden = npz(AXIAL / entry["file"])[part]
@@ -415,3 +415,140 @@ def test_a_sincos_layout_is_not_named_as_another(name):
         assert np.array_equal(KINDS["sincos2d"].make(**values).array, table) == (values == keywords), values
     match = identify_array(table).match
     assert match is not None and match.hypothesis.values == keywords
+
+
+# ------------------------------------------- axial RoPE of Llama 4, EVA-02 and the video styles (issue #28)
+#: The styles identify names besides the four above, with the options each takes and its theta without one given.
+MORE_STYLES = {"llama4": (), "eva02": (), "wan": (), "hunyuan-video": ("axes_dim",)}
+STYLE_THETA = {"hunyuan-video": 256.0}
+MORE_GOLDENS = sorted(name for name, entry in AXIAL_MANIFEST.items() if entry["params"]["model"] in MORE_STYLES)
+
+
+def test_the_new_styles_goldens_are_all_read():
+    """Every Llama 4, EVA-02, Wan and HunyuanVideo golden."""
+    assert len(MORE_GOLDENS) == 9 and {AXIAL_MANIFEST[n]["params"]["model"] for n in MORE_GOLDENS} == set(MORE_STYLES)
+
+
+@pytest.mark.parametrize("part", ["cos", "sin"])
+@pytest.mark.parametrize("name", MORE_GOLDENS)
+def test_llama4_eva02_and_video_goldens_are_named_with_the_frameworks_parameters(tmp_path, name, part):
+    entry = AXIAL_MANIFEST[name]
+    golden = npz(AXIAL / entry["file"])[part]
+    result = identify_array(golden, key=part)
+    assert result.match is not None, [c.to_json() for c in result.nearest]
+    hypothesis = result.match.hypothesis
+    want = entry["params"]
+    assert (hypothesis.command, hypothesis.array, hypothesis.values["model"]) == ("axial", part, want["model"])
+    assert tuple(hypothesis.values["grid"]) == tuple(want["grid"]) and hypothesis.values["head_dim"] == want["head_dim"]
+    assert hypothesis.values.get("theta", STYLE_THETA.get(want["model"], 10000.0)) == want["theta"]
+    for option in MORE_STYLES[want["model"]]:
+        got = hypothesis.values.get(option, DEFAULTS.get(option))
+        assert list(got) == want[option], option
+    # timm's ref_feat_shape equal to the grid scales every position by 1: the same table as without it
+    want_ref = None if want.get("ref_grid") == want["grid"] else want.get("ref_grid")
+    assert hypothesis.values.get("ref_grid") == (None if want_ref is None else tuple(want_ref))
+    ours = regenerated(tmp_path, result.match.command)
+    if want["model"] == "wan":  # diffusers computes in float64 and rounds once: posenc's exact table
+        assert np.array_equal(ours, golden) and "--arithmetic" not in result.match.command
+    else:  # transformers', diffusers' HunyuanVideo and timm's float32 pipelines
+        assert "--arithmetic framework" in result.match.command, result.match.command
+        assert_nearly(ours, golden)
+        assert ulps(ours, golden).max() <= 1
+
+
+def test_a_one_frame_video_is_named_by_the_style_whose_defaults_it_is():
+    """A one-frame HunyuanVideo or Wan table is also FLUX's without text tokens (the same exact table): the style
+    that makes it without overrides is named, and a FLUX table stays FLUX's."""
+    for model, keywords in (("hunyuan-video", {}), ("wan", {}), ("flux", {"text_tokens": 0})):
+        grid = (8, 12) if model == "flux" else (1, 8, 12)
+        table = KINDS["axial"].make(model=model, grid=grid, head_dim=128, **keywords).arrays["sin"]
+        match = identify_array(table).match
+        assert match is not None and match.hypothesis.values["model"] == model, model
+
+
+MORE_ROUND_TRIPS = {  # name: (keywords, array, the checkpoint's key and shape, writer)
+    "llama4_scout_sin": ({"model": "llama4", "grid": (24, 24), "head_dim": 88}, "sin",
+                         ("vision_model.rotary_embedding.sin", (1, 577, 88)), _safetensors),
+    "llama4_framework_cos": ({"model": "llama4", "grid": (16, 16), "head_dim": 64, "theta": 500.0,
+                              "arithmetic": "framework"}, "cos", ("rope.cos", (257, 64)), _npz),
+    "eva02_framework_cos": ({"model": "eva02", "grid": (16, 16), "head_dim": 64, "arithmetic": "framework"}, "cos",
+                            ("rope.cos", (256, 64)), _safetensors),
+    "eva02_12x20_sin": ({"model": "eva02", "grid": (12, 20), "head_dim": 64}, "sin", ("rope.sin", (240, 64)), _npz),
+    "eva02_ref_sin": ({"model": "eva02", "grid": (12, 20), "head_dim": 64, "ref_grid": (16, 16)}, "sin",
+                      ("rope.sin", (240, 64)), _safetensors),
+    "eva02_ref_framework_cos": ({"model": "eva02", "grid": (24, 24), "head_dim": 64, "ref_grid": (16, 16),
+                                 "arithmetic": "framework"}, "cos", ("rope.cos", (576, 64)), _npz),
+    "wan_cos": ({"model": "wan", "grid": (5, 16, 20), "head_dim": 128}, "cos",
+                ("rope.freqs_cos", (1, 400, 1, 128)), _safetensors),
+    # Wan's framework table is its exact one (float64 rounded once): named exact
+    "wan_sin": ({"model": "wan", "grid": (2, 12, 8), "head_dim": 96}, "sin", ("rope.freqs_sin", (48, 96)), _npz),
+    "hunyuan_framework_sin": ({"model": "hunyuan-video", "grid": (3, 16, 24), "head_dim": 128,
+                               "arithmetic": "framework"}, "sin", ("rope.sin", (288, 128)), _safetensors),
+    "hunyuan_axes_theta": ({"model": "hunyuan-video", "grid": (4, 10, 14), "head_dim": 96, "axes_dim": (16, 40, 40),
+                            "theta": 10000.0}, "cos", ("rope.cos", (140, 96)), _npz),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MORE_ROUND_TRIPS))
+def test_a_llama4_eva02_or_video_table_posenc_wrote_is_named_by_the_command_that_writes_it_again(tmp_path, name):
+    keywords, array, (key, shape), write = MORE_ROUND_TRIPS[name]
+    table = KINDS["axial"].make(**keywords).arrays[array]
+    path = tmp_path / f"checkpoint{SUFFIX[write]}"
+    write(path, {"unrelated.weight": np.arange(12, dtype=np.float32).reshape(3, 4), key: table.reshape(shape)})
+    match = {t.key: t for t in identify(path).tensors}[key].match
+    assert match is not None
+    assert (match.hypothesis.command, match.hypothesis.array) == ("axial", array)
+    assert match.hypothesis.values["model"] == keywords["model"]
+    assert match.hypothesis.values.get("ref_grid") == keywords.get("ref_grid")
+    assert ("--arithmetic framework" in match.command) == (keywords.get("arithmetic") == "framework")
+    ours = regenerated(tmp_path, match.command)
+    assert ours.dtype == table.dtype and np.array_equal(ours.reshape(table.shape), table), name
+
+
+def _pairs_looking(rng: np.random.Generator, rows: int, d: int, origin: int) -> np.ndarray:
+    """Random values in columns equal in pairs (the new styles' ``repeat_interleave``), one row all 1 (a cos
+    cache's angle 0: the first row, or Llama 4's class token last)."""
+    half = rng.standard_normal((rows, d // 2)).astype(np.float32)
+    half[origin] = 1.0
+    return np.repeat(half, 2, axis=1)
+
+
+MORE_HOSTILE = {  # shaped as each new style's table: Llama 4 Scout's, EVA-02's, Wan's and HunyuanVideo's
+    "random_llama4": lambda rng: rng.standard_normal((577, 88)).astype(np.float32),
+    "constant_eva02": lambda rng: np.full((256, 64), 1.0, np.float32),
+    "random_wan": lambda rng: rng.uniform(-1, 1, (1, 3 * 8 * 12, 1, 128)).astype(np.float32),
+    "constant_hunyuan": lambda rng: np.zeros((512, 128), np.float32),
+    "pairs_first_row": lambda rng: _pairs_looking(rng, 3 * 8 * 12, 128, 0),
+    "pairs_last_row": lambda rng: _pairs_looking(rng, 577, 88, -1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_HOSTILE))
+def test_a_random_or_constant_table_shaped_as_a_new_style_costs_no_work(name):
+    """The new readings check their structure exactly before they make a hypothesis: none is made, none paid."""
+    table = MORE_HOSTILE[name](np.random.default_rng(11))
+    identifier = Identifier()
+    result = identifier.identify(table)
+    assert result.match is None and not result.nearest
+    assert identifier.work.spent == 0
+
+
+MORE_GPU_TABLES = {
+    "llama4_cos": ({"model": "llama4", "grid": (24, 24), "head_dim": 88}, "cos"),
+    "eva02_sin": ({"model": "eva02", "grid": (16, 16), "head_dim": 64}, "sin"),
+    "eva02_ref_cos": ({"model": "eva02", "grid": (12, 20), "head_dim": 64, "ref_grid": (16, 16)}, "cos"),
+    "hunyuan_cos": ({"model": "hunyuan-video", "grid": (3, 16, 24), "head_dim": 128}, "cos"),
+}
+
+
+@pytest.mark.parametrize(("share", "seed"), [(0.1, 1), (0.28, 3)])
+@pytest.mark.parametrize("name", sorted(MORE_GPU_TABLES))
+def test_a_new_style_table_computed_in_float32_on_a_gpu_is_named_with_its_arithmetic(tmp_path, name, share, seed):
+    keywords, array = MORE_GPU_TABLES[name]
+    framework = KINDS["axial"].make(**keywords, arithmetic="framework").arrays[array]
+    stored = on_a_gpu(framework, share, seed)
+    assert 0.05 <= np.mean(stored != framework) <= 0.3 and ulps(stored, framework).max() == 1
+    match = identify_array(stored).match
+    assert match is not None and match.hypothesis.values["model"] == keywords["model"]
+    assert "--arithmetic framework" in match.command and match.comparison.agreement.startswith("framework:")
+    assert np.array_equal(regenerated(tmp_path, match.command), framework)
