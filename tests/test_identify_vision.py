@@ -1,4 +1,4 @@
-"""``posenc identify`` on the vision tables (posenc_cli/identification/_vision.py): 2-D sincos, DETR's sine
+"""``posenc identify`` on the vision tables (posenc_cli/identification/_vision.py, _axial.py): 2-D sincos, DETR's sine
 embedding, and the axial RoPE caches of Pixtral, Qwen2-VL, Qwen2.5-VL and FLUX.
 
 The honest tests are the frameworks' own outputs: transformers' and diffusers' axial RoPE caches

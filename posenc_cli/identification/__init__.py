@@ -11,7 +11,8 @@ a padding row, the layout), and each reading gives a few hypotheses, posenc comm
 (:mod:`~posenc_cli.identification._sinusoid` for every ``generate`` preset,
 :mod:`~posenc_cli.identification._rope` for RoPE caches and ``inv_freq`` of every scaling mode,
 :mod:`~posenc_cli.identification._others` for ALiBi, :mod:`~posenc_cli.identification._vision` for 2-D sincos of
-every layout, DETR's sine embedding and the axial RoPE caches of vision towers). Each hypothesis's exact table is made
+every layout and DETR's sine embedding, :mod:`~posenc_cli.identification._axial` for the axial RoPE caches of vision
+towers, FLUX and video models). Each hypothesis's exact table is made
 by posenc's own engine in float64 and compared entry by entry (:mod:`~posenc_cli.identification._compare`:
 bit-identical, or within the framework's own float rounding). No brute force over numbers: only the presets, the
 round numbers near what was read, and the pre-training lengths configurations use are tried.

@@ -280,7 +280,7 @@ RECORDED.update(grid_frames=GRID_SIDE, patch_size_t=PATCH_T)
 KIND = Kind(
     command="axial",
     table="axial_rope",
-    short_help="Write 2-D and 3-D RoPE caches (Pixtral, Qwen-VL, Llama 4, EVA-02, FLUX, HunyuanVideo, Wan).",
+    short_help="Write axial 2-D and 3-D RoPE caches (vision towers, FLUX, video).",
     doc=DOC,
     params=PARAMS,
     make=axial,
@@ -290,5 +290,5 @@ KIND = Kind(
     from_record=_axial_from_record,
     work_per_value=32,
     work=_axial_work,
-    identify=(4, "_vision:axial_hypotheses"),
+    identify=(4, "_axial:axial_hypotheses"),
 )

@@ -199,7 +199,10 @@ def sincos2d(
         temporal_interpolation_scale=1.0 if temporal_interpolation_scale is None else temporal_interpolation_scale,
         pos_embed_max_size=pos_embed_max_size,
     )  # fmt: skip
-    check_memory(plan.rows * d_model * KIND.work_per_value, f"the sincos table ({plan.rows} x {d_model})")
+    check_memory(
+        plan.rows * d_model * KIND.work_per_value,
+        f"the {'3-D' if layout == 'cogvideox' else '2-D'} sincos table ({plan.rows} x {d_model})",
+    )
     base, element = check_base(base), ElementType.of(dtype, scale=scale, zero_point=zero_point)
     saturated = check_saturate(saturate, element)
     mae = layout == "mae"

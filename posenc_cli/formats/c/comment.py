@@ -53,6 +53,7 @@ TEXT_PARAMS = frozenset(
         "mask_sha256",
         "model",
         "prompt",
+        "xpos_center",
     }
 )
 
