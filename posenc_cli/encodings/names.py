@@ -6,6 +6,8 @@ from __future__ import annotations
 
 #: :mod:`posenc_cli.encodings.rope`: the column layouts of a RoPE cache and the HF ``rope_type`` scaling modes.
 ROPE_LAYOUTS = ("half", "interleaved", "half-width")
+#: :mod:`posenc_cli.kinds.runtimes`: the serving runtimes whose own RoPE cache layout and names ``rope`` writes.
+ROPE_RUNTIMES = ("vllm", "tensorrt-llm", "llama.cpp", "onnxruntime-genai")
 ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
 #: :mod:`posenc_cli.encodings.alibi`: whose ALiBi bias (BLOOM's or MPT's).
 ALIBI_VARIANTS = ("bloom", "mpt")

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import ElementType
-from ..encodings.names import ROPE_LAYOUTS, ROPE_SCALINGS, XPOS_CENTERS
+from ..encodings.names import ROPE_LAYOUTS, ROPE_RUNTIMES, ROPE_SCALINGS, XPOS_CENTERS
 from ..errors import SpecError
 from ..params import BOOLEAN, INTEGER, INTEGERS, NUMBER, NUMBERS, TEXT, Choice, Param, ValueType
 from ..ranges import Range
@@ -191,6 +191,11 @@ PARAMS: tuple[Param, ...] = (
         "xPos: whose centring of the rows (odd --seq-len: torchscale ceil(n/2), rotary-embedding-torch floor(n/2)).  "
         "[default: torchscale]",
     ),
+    Param(
+        "runtime",
+        Choice(ROPE_RUNTIMES),
+        "A serving runtime's own cache: its arrays, names, layout and length, as its code makes them.",
+    ),
     arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward; ggml: llama.cpp's CPU rope", "ggml"),
 )
 
@@ -259,6 +264,7 @@ def rope(
     qk_head_dim: int | None = None,
     xpos_scale_base: int | None = None,
     xpos_center: str | None = None,
+    runtime: str | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -373,6 +379,17 @@ def rope(
         taken = [f for k, each in from_model.fields.items() if model[k] is None for f in each]
         model_fields = tuple(dict.fromkeys(taken))
         model.update({k: v for k, v in from_model.settings.items() if model[k] is None})
+    if runtime is not None:  # a runtime's own arrays, names and length (:mod:`posenc_cli.kinds.runtimes`)
+        from .runtimes import Request, runtime_table
+
+        request = Request(
+            runtime=runtime, seq_len=seq_len, settings=settings, attention_scaling=attention_scaling,
+            element=element, arithmetic=arithmetic, saturate=saturate, lazy=lazy, from_config=from_config,
+            layer_type=layer_type, work_per_value=KIND.work_per_value,
+            others={k: given[k] for k in ("position_ids", "mrope_section", "longrope_pair", *_MODEL)},
+        )  # fmt: skip
+        with _named_config(config, configured):
+            return runtime_table(request)
     settings["layout"] = settings["layout"] or "half"  # a keyword, else the config's model type's, else half
     with _named_config(config, configured):
         table = caches(
@@ -429,6 +446,7 @@ RECORDED: dict[str, ValueType] = {
     "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT, "arithmetic": TEXT,
     "no_rope_layers": NO_ROPE_LAYERS, "attn_scale": ATTN_SCALE, "floor_scale": FLOOR_SCALE,
     "qk_head_dim": QK_HEAD_DIM, "softmax_scale": NUMBER, "xpos_scale_base": XPOS_SCALE_BASE, "xpos_center": TEXT,
+    "runtime": TEXT, "gguf_arch": TEXT,
 }
 
 # fmt: on

@@ -111,6 +111,9 @@ class RopeConfig:
     settings: dict[str, Any]
     fields: tuple[str, ...]
     seq_len: int | None
+    #: The config's ``model_type`` (its text config's, for a multimodal one), where it gives one: the runtimes'
+    #: layouts name a model's architecture by it (llama.cpp's ``general.architecture``).
+    model_type: str | None = None
 
 
 def config_file(path: PathLike) -> Path:
@@ -319,4 +322,5 @@ def rope_settings(path: PathLike, *, typed_as: Mapping[str, ValueType], layer_ty
         elif isinstance(model_type, str) and model_type.startswith("qwen3_vl"):  # interleaved by its class
             fields.append(prefix + "model_type")
             settings["mrope_interleaved"] = True
-    return RopeConfig(settings, tuple(dict.fromkeys(fields)), max_positions)
+    kind = model_type if isinstance(model_type, str) else None
+    return RopeConfig(settings, tuple(dict.fromkeys(fields)), max_positions, kind)

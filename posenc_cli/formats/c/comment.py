@@ -54,6 +54,8 @@ TEXT_PARAMS = frozenset(
         "model",
         "prompt",
         "xpos_center",
+        "runtime",
+        "gguf_arch",
     }
 )
 
