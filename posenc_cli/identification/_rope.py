@@ -27,6 +27,7 @@ import numpy as np
 
 from ._hypothesis import Hypothesis
 from ._readoff import COMMON, FLAT, column_rates, geometric_fit, nice_numbers, resolution
+from ._runtimes import runtime_hypotheses
 
 __all__ = ["rope_hypotheses"]
 
@@ -46,7 +47,9 @@ def _distinct(values: np.ndarray) -> tuple[str, np.ndarray] | None:
 
 
 def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
-    """Every scaling mode's reading of a cos/sin cache (2-D) or an ``inv_freq`` (1-D)."""
+    """Every scaling mode's reading of a cos/sin cache (2-D) or an ``inv_freq`` (1-D), the runtimes' arrays' first
+    (:mod:`~posenc_cli.identification._runtimes`)."""
+    yield from runtime_hypotheses(values)
     if values.ndim == 1:
         t = values
         active = t[: int(np.flatnonzero(t)[-1]) + 1] if t.any() else t[:0]  # proportional: zeros at the end
