@@ -82,11 +82,15 @@ def mp_table(grid: tuple[int, int], head_dim: int, max_res: int, linear: bool, p
         ((2, 2), 24, 1000, False),
     ],
 )
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "q15"])
 def test_exact_is_the_correctly_rounded_formula(grid, head_dim, max_res, linear, dtype):
     table = axial("timm-pixel", grid, head_dim, max_res=max_res, linear_bands=linear, dtype=dtype)
     for part in ("cos", "sin"):
-        want = mp_table(grid, head_dim, max_res, linear, part).astype(dtype)
+        real = mp_table(grid, head_dim, max_res, linear, part)
+        if dtype == "q15":  # round(v * 2**15), halves away from 0, 1.0 saturating to 32767
+            want = np.clip(np.sign(real) * np.floor(np.abs(real) * 2**15 + 0.5), -(2**15), 2**15 - 1).astype(np.int16)
+        else:
+            want = real.astype(dtype)
         got = table.arrays[part]
         assert got.shape == want.shape == (grid[0] * grid[1], head_dim)
         assert np.array_equal(got, want), (part, np.argwhere(got != want)[:4])
