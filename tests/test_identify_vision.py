@@ -552,3 +552,59 @@ def test_a_new_style_table_computed_in_float32_on_a_gpu_is_named_with_its_arithm
     assert match is not None and match.hypothesis.values["model"] == keywords["model"]
     assert "--arithmetic framework" in match.command and match.comparison.agreement.startswith("framework:")
     assert np.array_equal(regenerated(tmp_path, match.command), framework)
+
+
+# -------------------------------------------------------- timm's pixel-band RotaryEmbedding (issue #28)
+PIXEL_GOLDENS = sorted(name for name, entry in AXIAL_MANIFEST.items() if entry["params"]["model"] == "timm-pixel")
+
+
+@pytest.mark.parametrize("part", ["cos", "sin"])
+@pytest.mark.parametrize("name", PIXEL_GOLDENS)
+def test_timm_pixel_goldens_are_named_with_timms_parameters(tmp_path, name, part):
+    """timm's own get_embed is named timm-pixel with its grid, head_dim and band spacing, ``--arithmetic framework``
+    where posenc's framework table is nearly timm's; at 32 log bands torch's vectorised pow is an ulp off at one band
+    (tests/test_axial_pixel.py), so that table is named exact, within float32 rounding."""
+    entry = AXIAL_MANIFEST[name]
+    golden = npz(AXIAL / entry["file"])[part]
+    result = identify_array(golden, key=part)
+    assert result.match is not None, [c.to_json() for c in result.nearest]
+    values, want = result.match.hypothesis.values, entry["params"]
+    assert (result.match.hypothesis.command, result.match.hypothesis.array, values["model"]) == (
+        "axial",
+        part,
+        "timm-pixel",
+    )
+    assert tuple(values["grid"]) == tuple(want["grid"]) and values["head_dim"] == want["head_dim"]
+    assert values.get("linear_bands", False) == want["linear_bands"] and "max_res" not in values
+    ours = regenerated(tmp_path, result.match.command)
+    if want["head_dim"] == 128:
+        assert "--arithmetic" not in result.match.command
+        assert result.match.comparison.agreement == "within float32 rounding"
+    else:
+        assert "--arithmetic framework" in result.match.command, result.match.command
+        assert ulps(ours, golden).max() <= 1
+
+
+@pytest.mark.parametrize("arithmetic", ["exact", "framework"])
+@pytest.mark.parametrize(
+    "keywords", [{"grid": (7, 9), "head_dim": 64}, {"grid": (5, 12), "head_dim": 16, "linear_bands": True}]
+)
+def test_a_timm_pixel_table_posenc_wrote_is_named_by_the_command_that_writes_it_again(tmp_path, keywords, arithmetic):
+    for part in ("cos", "sin"):
+        table = KINDS["axial"].make(model="timm-pixel", **keywords, arithmetic=arithmetic).arrays[part]
+        path = tmp_path / "checkpoint.safetensors"
+        _safetensors(path, {"rope.weight": np.ones((2, 2), np.float32), f"rope.{part}": table})
+        match = {t.key: t for t in identify(path).tensors}[f"rope.{part}"].match
+        assert match is not None and match.hypothesis.values["model"] == "timm-pixel"
+        assert ("--arithmetic framework" in match.command) == (arithmetic == "framework"), match.command
+        assert np.array_equal(regenerated(tmp_path, match.command), table), (part, match.command)
+
+
+def test_a_table_built_to_look_like_timm_pixel_costs_no_work():
+    """Pairs equal, the last row the first negated (a sine's symmetry), random otherwise: no hypothesis, none paid."""
+    rng = np.random.default_rng(5)
+    half = rng.standard_normal((63, 32)).astype(np.float32)
+    half[-1] = -half[0]
+    identifier = Identifier()
+    result = identifier.identify(np.repeat(half, 2, axis=1))
+    assert result.match is None and not result.nearest and identifier.work.spent == 0

@@ -80,6 +80,8 @@ SAMPLES = {
         {"model": "qwen2.5-vl", "grid": (4, 6), "head_dim": 16, "frames": 2, "window_size": 56, "patch_size": 14,
          "arithmetic": "framework", "dtype": "float16"},
         {"model": "flux", "grid": (2, 4), "head_dim": 12, "axes_dim": (4, 4, 4), "text_tokens": 3, "theta": 100.0},
+        {"model": "timm-pixel", "grid": (3, 5), "head_dim": 8, "max_res": 100, "linear_bands": True,
+         "arithmetic": "framework"},
     ],
 }  # fmt: skip
 

@@ -76,7 +76,8 @@ from posenc_cli.errors import SpecError
 
 __all__ = ["MAX_SIDE", "MAX_TOKENS", "MODELS", "AxialSpec", "exact", "framework", "resolve"]
 
-MODELS = AXIAL_ROPE_MODELS
+#: The styles laid out here (``timm-pixel``'s pixel bands are :mod:`posenc_cli.encodings.axial_pixel`'s).
+MODELS = tuple(m for m in AXIAL_ROPE_MODELS if m != "timm-pixel")
 #: Grid sides posenc accepts, in patches (latent pixels for FLUX): past any published image.
 MAX_SIDE = 1 << 16
 #: Temporal patches of a video (grid_thw's T).

@@ -19,8 +19,11 @@ WINDOW_SCHEMES = ("swin", "beit", "swinv2", "swinv2-cr")
 XPOS_CENTERS = ("torchscale", "rotary-embedding-torch")
 #: :mod:`posenc_cli.encodings.mrope_ids`: whose ``get_rope_index`` (transformers) gives the M-RoPE position ids.
 MROPE_MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4.1v")
-#: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX, video).
-AXIAL_ROPE_MODELS = ("pixtral", "qwen2-vl", "qwen2.5-vl", "llama4", "eva02", "flux", "hunyuan-video", "wan")
+#: :mod:`posenc_cli.encodings.axial_rope`: whose axial RoPE over a patch grid (vision towers, FLUX, video);
+#: ``timm-pixel`` is :mod:`posenc_cli.encodings.axial_pixel`'s.
+AXIAL_ROPE_MODELS = (
+    "pixtral", "qwen2-vl", "qwen2.5-vl", "llama4", "eva02", "timm-pixel", "flux", "hunyuan-video", "wan"
+)  # fmt: skip
 #: ... of which the video styles, over a latent's frames x height x width (``-g TxHxW``).
 AXIAL_ROPE_VIDEO = ("hunyuan-video", "wan")
 #: :mod:`posenc_cli.encodings.sincos2d`: whose 2-D (or 3-D) sincos table: rows, column order, positions.

@@ -15,7 +15,10 @@ and h columns start to move; theta 256 its default) and EVA-02's ``[h | w]`` (ro
 as ``side`` times the frequency-1 column's step per position, where that is not 1). A one-frame video without
 text tokens is FLUX's table too: the video style whose defaults it is comes before FLUX. Llama 4's table has
 its angle-0 row last (the class token): when the first row is neither, the last row gives the part, and the
-pairs must be ``[w | h]`` at ``(column + 1, row + 1)`` over a square grid.
+pairs must be ``[w | h]`` at ``(column + 1, row + 1)`` over a square grid. timm's pixel-band ``RotaryEmbedding``
+(``timm-pixel``) has neither: its first row is at ``(-1, -1)`` and its last at ``(1, 1)``, a sine's last row the
+first negated, a cosine's equal to it (its first value ``cos(-pi) = -1``); its ``[h | w]`` pairs run row-major, and
+``max_res`` is timm's default 224 (the bands' top is not read).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ._grid import MIN_SIDE, frequency_law, with_default
+from ._grid import MIN_SIDE, frequency_law, grid_width, with_default
 from ._hypothesis import Hypothesis
 from ._readoff import column_rates
 
@@ -293,6 +296,34 @@ def _video_styles(values: np.ndarray, part: str) -> Iterator[Hypothesis]:
         yield from _axial("hunyuan-video", grid, d, part, hunyuan, {"axes_dim": dims}, positions)
 
 
+def _timm_pixel(values: np.ndarray, part: str) -> Iterator[Hypothesis]:
+    """timm's pixel-band ``[h | w]`` of doubled columns, rows row-major at ``linspace(-1, 1)`` positions per axis,
+    log bands (timm's default) then linear, ``max_res`` 224."""
+    from ..encodings import axial_pixel
+
+    n, d = values.shape
+    pairs = values[:, 0::2]
+    slow = np.arange(d // 2) < d // 4  # the height axis's half columns
+    width = grid_width(pairs, slow)
+    if width is None:
+        return
+    grid = (n // width, width)
+    for linear in (False, True):
+        try:
+            spec = axial_pixel.resolve(grid, d, linear=linear)
+        except SpecError:
+            return
+        # the error scale of an entry is its band, not its angle: float32 linspace positions are off by absolute
+        # amounts (the odd side's centre is -2**-25, not 0), which the band multiplies; |p| <= 1
+        scale = np.repeat(np.tile(axial_pixel.framework_bands(spec).astype(np.float64), 2), 2)
+
+        def angle(rows: np.ndarray, scale: np.ndarray = scale) -> np.ndarray:
+            return np.broadcast_to(scale, (len(np.atleast_1d(rows)), len(scale)))
+
+        keywords = {"model": "timm-pixel", "grid": grid, "head_dim": d, **({"linear_bands": True} if linear else {})}
+        yield Hypothesis("axial", keywords, part, "axial", 1.0, int(linear), angle)
+
+
 def axial_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """An axial RoPE ``cos`` (first row all 1) or ``sin`` (first row all 0) of each style whose structure the
     table shows.
@@ -310,21 +341,33 @@ def axial_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     n, d = values.shape
     if d % 4 or n < 2 * MIN_SIDE:
         return
+    pairs = np.array_equal(values[:, 0::2], values[:, 1::2])
+    # timm-pixel's first row is at (-1, -1) and its last at (1, 1): a sine's last row is its first negated, a cosine's
+    # equal to it (its first value cos(-pi) = -1)
+    pixel = None
+    if pairs and np.array_equal(values[-1], -values[0]):
+        pixel = "sin"
+    elif pairs and values[0, 0] == -1.0 and np.array_equal(values[-1], values[0]):
+        pixel = "cos"
     if not values[0].any():
         part = "sin"
     elif (values[0] == 1.0).all():
         part = "cos"
     else:
         last = "sin" if not values[-1].any() else "cos" if (values[-1] == 1.0).all() else None
-        if last is not None and np.array_equal(values[:, 0::2], values[:, 1::2]):
+        if last is not None and pairs:
             yield from _llama4(values, last)
+        if pixel is not None:
+            yield from _timm_pixel(values, pixel)
         return
     if np.array_equal(values[:, : d // 2], values[:, d // 2 :]):
         yield from _half_styles(values, part)
-    if np.array_equal(values[:, 0::2], values[:, 1::2]):
+    if pairs:
         # a one-frame video without text tokens is FLUX's table too: the style whose defaults it is comes first
         video = list(_video_styles(values, part))
         yield from (h for h in video if not h.overrides)
         yield from _flux(values, part)
         yield from (h for h in video if h.overrides)
         yield from _eva02(values, part)
+    if pixel == part:  # timm-pixel's exact sine at whole-number bands: its first row (p = -1) all 0
+        yield from _timm_pixel(values, part)

@@ -1,6 +1,7 @@
 """``posenc axial``: axial RoPE over a patch grid, the ``cos`` and ``sin`` a vision tower (Pixtral, Qwen2-VL,
-Qwen2.5-VL), FLUX or a video transformer (HunyuanVideo, Wan) passes its attention
-(:mod:`posenc_cli.encodings.axial_rope`): parameters, maker, record, help."""
+Qwen2.5-VL, Llama 4, EVA-02, timm's pixel-band ``RotaryEmbedding``), FLUX or a video transformer (HunyuanVideo, Wan)
+passes its attention (:mod:`posenc_cli.encodings.axial_rope`, :mod:`posenc_cli.encodings.axial_pixel`): parameters,
+maker, record, help."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..dtypes import ElementType
 from ..encodings.names import AXIAL_ROPE_MODELS, AXIAL_ROPE_VIDEO
 from ..encodings.sinusoid import check_base
 from ..errors import SpecError
-from ..params import INTEGER, INTEGERS, TEXT, Choice, Param, ValueType
+from ..params import BOOLEAN, INTEGER, INTEGERS, TEXT, Choice, Param, ValueType
 from ..ranges import Range
 from ..saturation import check_saturate, may_clip, refuse_clipping
 from ..system.capacity import check_memory
@@ -41,6 +42,7 @@ PATCH = INTEGER.within(Range("1 <= x <= 1024", "pixels per patch side: 14 in Qwe
 TEXT_TOKENS = INTEGER.within(Range("0 <= x <= 2**22", "text tokens before the image: 512 in FLUX.1-dev's pipeline"))
 AXES_DIM = INTEGERS.within(Range("2 <= x <= 4096", "columns per axis, each even: [16, 56, 56] in FLUX.1"))
 PATCH_T = INTEGER.within(Range("1 <= x <= 1024", "latent frames per patch: 1 in HunyuanVideo and Wan"))
+MAX_RES = INTEGER.within(Range("1 <= x <= 65536", "timm's max_res: the top band is max_res / 2 cycles, 224 in timm"))
 
 PARAMS: tuple[Param, ...] = (
     Param("model", Choice(AXIAL_ROPE_MODELS), "Whose axial RoPE.", required=True, short="-m"),
@@ -67,6 +69,8 @@ PARAMS: tuple[Param, ...] = (
     Param("patch_size_t", PATCH_T, "hunyuan-video, wan: latent frames per patch.  [default: 1]"),
     arithmetic("transformers and timm (float32) or diffusers (FLUX, Wan: float64 on CPU; HunyuanVideo: float32)"),
     Param("ref_grid", GRID_SIDES, "eva02: timm's ref_feat_shape, positions scaled by ref/side (EVA-02: 16x16)."),
+    Param("max_res", MAX_RES, "timm-pixel: timm's max_res, the top band max_res/2 cycles.  [default: 224]"),
+    Param("linear_bands", BOOLEAN, "timm-pixel: linearly spaced bands (timm's default: log).", pair=True),
 )
 
 DOC = """Write axial RoPE's cos and sin over a patch grid, as a vision tower or FLUX passes them to attention.
@@ -79,8 +83,10 @@ tokens (ids 0) then the packed latent's (0, row, column). hunyuan-video, wan: a 
 patches' (t, h, w) row-major, three axes as flux's (hunyuan-video: axes_dim, theta 256; wan: head_dim split
 44,42,42 at 128). llama4: [w | h] at (column + 1, row + 1), each frequency theta^(-4k/head_dim) twice side by
 side (freqs_ci's complex pairs), the class token last at angle 0. eva02: timm's RotaryEmbeddingCat, [h | w], each
-frequency twice side by side; --ref-grid scales each position by ref/side as EVA-02 does. Every value is exact,
-correctly rounded, or with --arithmetic framework the framework's own. docs/tables.md gives every rule.
+frequency twice side by side; --ref-grid scales each position by ref/side as EVA-02 does. timm-pixel: timm's
+RotaryEmbedding (in_pixels), [h | w] each twice side by side at positions linspace(-1, 1) per axis, head_dim/4
+bands pi up to pi * max_res/2, log-spaced or --linear-bands. Every value is exact, correctly rounded, or with
+--arithmetic framework the framework's own. docs/tables.md gives every rule.
 
 \b
 Examples:
@@ -90,6 +96,7 @@ Examples:
   posenc axial -m wan -g 21x60x104 --head-dim 128 -o wan_rope.npz
   posenc axial -m llama4 -g 24 --head-dim 88 -o llama4_vision.npz
   posenc axial -m eva02 -g 16 --head-dim 64 --ref-grid 16 -o eva02.npz
+  posenc axial -m timm-pixel -g 14 --head-dim 64 --linear-bands -o timm_rope.npz
 """
 
 _QWEN = ("qwen2-vl", "qwen2.5-vl")
@@ -102,6 +109,7 @@ _OWNERS = {
 _OWNERS.update(axes_dim=("flux", "hunyuan-video"), patch_size=("qwen2.5-vl", *AXIAL_ROPE_VIDEO))
 _OWNERS.update(patch_size_t=AXIAL_ROPE_VIDEO)
 _OWNERS["ref_grid"] = ("eva02",)
+_OWNERS.update(max_res=("timm-pixel",), linear_bands=("timm-pixel",))
 
 
 def axial(
@@ -118,6 +126,8 @@ def axial(
     text_tokens: int | None = None,
     patch_size_t: int | None = None,
     ref_grid: int | tuple[int, int] | None = None,
+    max_res: int | None = None,
+    linear_bands: bool | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -128,7 +138,8 @@ def axial(
     and ``sin`` of shape ``(tokens, head_dim)`` (:mod:`posenc_cli.encodings.axial_rope` gives each style's rows and
     columns). A style's options given to another style are refused. ``arithmetic="framework"`` gives the
     framework's own float32 values (recorded). The video styles take ``grid=(frames, height, width)`` of the
-    latent; ``theta`` defaults to 256 for ``hunyuan-video``, 10000 otherwise.
+    latent; ``theta`` defaults to 256 for ``hunyuan-video``, 10000 otherwise; ``timm-pixel`` takes no ``theta``
+    (its bands are ``max_res``'s, :mod:`posenc_cli.encodings.axial_pixel`).
 
     Examples
     --------
@@ -161,7 +172,7 @@ def axial(
     check(KIND.inputs, grid=tuple(grid), head_dim=head_dim, theta=theta, frames=frames, axes_dim=axes)
     check(KIND.inputs, spatial_merge_size=spatial_merge_size, window_size=window_size, patch_size=patch_size)
     check(KIND.inputs, text_tokens=text_tokens, scale=scale, zero_point=zero_point)
-    check(KIND.inputs, patch_size_t=patch_size_t)
+    check(KIND.inputs, patch_size_t=patch_size_t, max_res=max_res, linear_bands=linear_bands)
     if isinstance(ref_grid, (int, np.integer)) and not isinstance(ref_grid, bool):
         ref_grid = (int(ref_grid), int(ref_grid))
     if ref_grid is not None and (not isinstance(ref_grid, (tuple, list)) or len(ref_grid) != 2):
@@ -173,9 +184,15 @@ def axial(
     }  # fmt: skip
     given["patch_size_t"] = patch_size_t
     given["ref_grid"] = None if ref_grid is None else (int(ref_grid[0]), int(ref_grid[1]))
+    given.update(max_res=max_res, linear_bands=linear_bands)
     for name, value in given.items():
         if value is not None and model not in _OWNERS[name]:
             raise SpecError(f"{name} is {'/'.join(_OWNERS[name])}'s; {model} does not take it", param=name)
+    if theta is not None and model == "timm-pixel":
+        raise SpecError(
+            "theta is not timm-pixel's: its bands are max_res's (timm's in_pixels=False temperature is eva02's theta)",
+            param="theta",
+        )
     if patch_size is not None and window_size is None and model == "qwen2.5-vl":
         raise SpecError("patch_size sizes Qwen2.5-VL's windows; give --window-size with it", param="patch_size")
     from ..encodings import axial_rope
@@ -184,10 +201,17 @@ def axial(
     if model == "flux":
         settings.setdefault("text_tokens", 512)
         settings.setdefault("axes_dim", (16, 56, 56))
-    if theta is None:
-        theta = 256.0 if model == "hunyuan-video" else 10000.0
-    theta = check_base(theta)
-    if video:
+    spec: Any
+    encoding: Any = axial_rope
+    theta = check_base(theta if theta is not None else 256.0 if model == "hunyuan-video" else 10000.0)
+    if model == "timm-pixel":
+        from ..encodings import axial_pixel
+
+        settings.setdefault("max_res", 224)
+        settings.setdefault("linear_bands", False)
+        encoding = axial_pixel
+        spec = axial_pixel.resolve(grid, head_dim, max_res=settings["max_res"], linear=settings["linear_bands"])
+    elif video:
         if model == "hunyuan-video":
             settings.setdefault("axes_dim", (16, 56, 56))
         options = {k: v for k, v in settings.items() if k == "axes_dim"}
@@ -204,19 +228,22 @@ def axial(
         if arithmetic == "framework":
             from ..encodings import framework
 
-            float32 = axial_rope.framework(spec, part)
+            float32 = encoding.framework(spec, part)
             if not saturated and may_clip(element, -1.0, 1.0):
                 refuse_clipping(element, {part: float32.astype(np.float64)})
             arrays[part] = framework.to_element(float32, element)
         else:
             if not saturated and may_clip(element, -1.0, 1.0):
-                refuse_clipping(element, {part: axial_rope.exact(spec, part, ElementType.of("float64"))})
-            arrays[part] = axial_rope.exact(spec, part, element)
+                refuse_clipping(element, {part: encoding.exact(spec, part, ElementType.of("float64"))})
+            arrays[part] = encoding.exact(spec, part, element)
     params: dict[str, Value] = {"model": model, "grid_height": int(grid[-2]), "grid_width": int(grid[-1])}
     if video:
         params["grid_frames"] = int(grid[0])
-    params.update(head_dim=spec.head_dim, theta=theta)
+    params.update(head_dim=spec.head_dim, **({} if model == "timm-pixel" else {"theta": theta}))
     for name, value in settings.items():
+        if name == "linear_bands":
+            params[name] = bool(value)
+            continue
         if name == "ref_grid":
             params.update(ref_grid_height=int(value[0]), ref_grid_width=int(value[1]))
             continue
@@ -233,6 +260,9 @@ def axial(
         "rows row-major then the class token (angle 0)",
         "eva02": "[h | w], each frequency twice side by side (timm's get_embed is cat([sin, cos])), rows row-major"
         + (", positions scaled by ref_grid / grid" if ref_grid is not None else ""),
+        "timm-pixel": "[h | w], each frequency twice side by side (timm's RotaryEmbedding, in_pixels), positions "
+        f"linspace(-1, 1), {'linear' if settings.get('linear_bands') else 'log'} bands pi to pi * max_res / 2, "
+        "rows row-major",
     }
     params.update(tokens=rows, dtype=element.name, layout=layouts[model])
     if element.scale is not None:
@@ -244,7 +274,8 @@ def axial(
     return Table("axial_rope", arrays, params, {"cos": ("token", "dim"), "sin": ("token", "dim")})
 
 
-_OPTIONS = ("frames", "spatial_merge_size", "window_size", "patch_size", "axes_dim", "text_tokens", "patch_size_t")
+_OPTIONS: tuple[str, ...] = ("frames", "spatial_merge_size", "window_size", "patch_size", "axes_dim", "text_tokens")
+_OPTIONS += ("patch_size_t", "max_res", "linear_bands")
 
 
 def _axial_from_record(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,7 +306,7 @@ RECORDED: dict[str, ValueType] = {
     "ref_grid_height": GRID_SIDE, "ref_grid_width": GRID_SIDE,
 }
 # fmt: on
-RECORDED.update(grid_frames=GRID_SIDE, patch_size_t=PATCH_T)
+RECORDED.update(grid_frames=GRID_SIDE, patch_size_t=PATCH_T, max_res=MAX_RES, linear_bands=BOOLEAN)
 
 KIND = Kind(
     command="axial",

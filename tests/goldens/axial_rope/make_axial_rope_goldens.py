@@ -11,7 +11,8 @@ patch and merge sizes, window size, rope theta) with one layer and random weight
 forward pre-hook on its first layer records the ``position_embeddings`` (cos, sin) the tower passes its attention,
 after every reordering the tower applies. The FLUX golden calls diffusers' ``FluxPosEmbed`` on the ids
 ``FluxPipeline`` builds (``torch.zeros(text_len, 3)`` for the text, ``_prepare_latent_image_ids`` for the latent).
-No framework arithmetic is written here.
+timm's pixel-band ``RotaryEmbedding`` is called as is (``get_embed``), and its two parts as it calls them
+(``torch.linspace``, ``pixel_freq_bands``). No framework arithmetic is written here.
 
 The .npz members carry a fixed zip timestamp and deflate level, so a re-run with the same versions gives identical
 bytes. ``--check`` recomputes everything and compares it with the files on disk without writing anything.
@@ -264,6 +265,54 @@ CASES.update(
 )  # fmt: skip
 
 
+# timm's pixel-band RotaryEmbedding (issue #28): the module itself, get_embed over the grid.
+def timm_pixel(height: int, width: int, dim: int, max_res: int, linear: bool) -> tuple:
+    """``timm.layers.RotaryEmbedding(dim, max_res, in_pixels=True, linear_bands=linear).get_embed((H, W))``: its
+    ``(sin, cos)``, each ``(H * W, dim)``."""
+    from timm.layers import RotaryEmbedding
+
+    rope = RotaryEmbedding(dim, max_res=max_res, in_pixels=True, linear_bands=linear)
+    sin, cos = rope.get_embed((height, width))
+    return cos.numpy(), sin.numpy()
+
+
+#: timm-pixel goldens depend on the CPU kernels torch picks (the manifest records which): torch's vectorised float32
+#: ``pow`` (log bands) takes whole blocks of 16 (AVX2) or 32 (AVX-512) bands, its scalar loop the rest.
+PIXEL_CASES = {
+    f"timm_pixel_{h}x{w}_hd{dim}_max{res}_{'linear' if linear else 'log'}": (
+        {"model": "timm-pixel", "grid": [h, w], "head_dim": dim, "max_res": res, "linear_bands": linear},
+        lambda h=h, w=w, dim=dim, res=res, linear=linear: timm_pixel(h, w, dim, res, linear),
+    )
+    for h, w, dim, res, linear in [
+        (7, 9, 64, 224, True), (7, 9, 64, 224, False), (14, 14, 64, 224, True), (14, 14, 64, 224, False),
+        (8, 8, 128, 224, False),
+    ]
+}  # fmt: skip
+CASES.update(PIXEL_CASES)
+#: timm-pixel's parts, as its ``_build_grid`` and ``_build_bands`` call them: ``torch.linspace(-1, 1, s)`` for every
+#: side to 70 (the scalar loop, and from 32 sides AVX-512's vectorised one) and ``pixel_freq_bands(n, max_res)``.
+PIXEL_SIDES = list(range(1, 71))
+PIXEL_BANDS = [[res, n] for res in (1, 7, 224, 225, 256, 384, 448, 1000, 65536) for n in (1, 2, 3, 8, 16)]
+
+
+def timm_pixel_parts() -> dict[str, np.ndarray]:
+    """The positions of every side in :data:`PIXEL_SIDES` and the bands of every ``(max_res, n)`` in
+    :data:`PIXEL_BANDS`, each concatenated in that order."""
+    from timm.layers.pos_embed_sincos import pixel_freq_bands
+
+    positions = [torch.linspace(-1.0, 1.0, steps=s, dtype=torch.float32).numpy() for s in PIXEL_SIDES]
+    bands = {
+        f"bands_{kind}": np.concatenate(
+            [pixel_freq_bands(n, float(res), linear_bands=linear).numpy() for res, n in PIXEL_BANDS]
+        )
+        for kind, linear in (("linear", True), ("log", False))
+    }
+    return {"positions": np.concatenate(positions), **bands}
+
+
+PARTS = {"timm_pixel_parts": ({"sides": PIXEL_SIDES, "bands": PIXEL_BANDS}, timm_pixel_parts)}
+
+
 def _npz(arrays: dict[str, np.ndarray]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
@@ -279,6 +328,7 @@ def _npz(arrays: dict[str, np.ndarray]) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="recompute and compare with the files; write nothing")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="make these goldens alone; keep the other entries")
     args = parser.parse_args(argv)
     manifest = {
         "generator": "tests/goldens/axial_rope/make_axial_rope_goldens.py",
@@ -289,10 +339,35 @@ def main(argv: list[str] | None = None) -> int:
         "goldens": {},
     }  # fmt: skip
     stale = []
-    for name, (params, make) in CASES.items():
+    cases, parts = CASES, PARTS
+    manifest["parts"] = {}
+    if args.only:
+        unknown = sorted(set(args.only) - set(CASES) - set(PARTS))
+        if unknown:
+            parser.error(f"no such golden: {', '.join(unknown)}")
+        cases = {name: CASES[name] for name in args.only if name in CASES}
+        parts = {name: PARTS[name] for name in args.only if name in PARTS}
+        kept = json.loads(MANIFEST.read_text())
+        if kept["versions"] != manifest["versions"]:
+            parser.error(f"the manifest's goldens were made with {kept['versions']}: make them all again")
+        manifest["goldens"], manifest["parts"] = kept["goldens"], kept.get("parts", {})
+    for name, (meta, make_parts) in parts.items():
+        arrays = make_parts()
+        capability = torch.backends.cpu.get_cpu_capability()
+        manifest["parts"][name] = {"file": f"{name}.npz", **meta, "cpu_capability": capability}
+        data = _npz(arrays)
+        path = HERE / f"{name}.npz"
+        if args.check:
+            if not path.exists() or path.read_bytes() != data:
+                stale.append(path.name)
+        else:
+            path.write_bytes(data)
+    for name, (params, make) in cases.items():
         cos, sin = make()
         assert cos.dtype == np.float32 and sin.dtype == np.float32, (name, cos.dtype)
         manifest["goldens"][name] = {"file": f"{name}.npz", "params": params, "shape": list(cos.shape)}
+        if name in PIXEL_CASES:
+            manifest["goldens"][name]["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
         data = _npz({"cos": cos, "sin": sin})
         path = HERE / f"{name}.npz"
         if args.check:
@@ -307,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         print("stale: " + ", ".join(stale) if stale else "up to date")
         return 1 if stale else 0
     MANIFEST.write_text(text)
-    print(f"wrote {len(CASES)} goldens and {MANIFEST.name}")
+    print(f"wrote {len(cases) + len(parts)} goldens and {MANIFEST.name}")
     return 0
 
 
