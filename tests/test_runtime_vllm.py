@@ -109,8 +109,9 @@ def test_the_goldens_are_the_files_the_manifest_names():
         assert hashlib.sha256((HERE / case["file"]).read_bytes()).hexdigest() == case["sha256"], case["file"]
     assert MANIFEST["vllm"].startswith("0.34.0") and MANIFEST["device"] == "cpu"
     assert {case["class"] for case in CASES.values()} == {
-        "RotaryEmbedding", "LinearScalingRotaryEmbedding", "DynamicNTKScalingRotaryEmbedding", "Llama3RotaryEmbedding",
-        "YaRNScalingRotaryEmbedding", "DeepseekScalingRotaryEmbedding", "Phi3LongRoPEScaledRotaryEmbedding"}  # fmt: skip
+        "RotaryEmbedding", "LinearScalingRotaryEmbedding", "DynamicNTKScalingRotaryEmbedding",
+        "Llama3RotaryEmbedding", "YaRNScalingRotaryEmbedding", "DeepseekScalingRotaryEmbedding",
+        "Phi3LongRoPEScaledRotaryEmbedding"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", list(CASES))
