@@ -428,18 +428,29 @@ def test_files_hold_the_cache_under_vllms_name(tmp_path, suffix):
     assert read.params.get("runtime") == "vllm" and read.params.get("scaling") == "linear"
 
 
-def test_gguf_holds_the_cache_under_vllms_name(tmp_path):
-    """Read by gguf-py's ``GGUFReader`` (llama.cpp's): one tensor ``cos_sin_cache``, ggml's dimensions reversed
+#: A small LongRoPE cache: 8 short rows, 24 long ones.
+LONGROPE_24 = dict(max_positions=24, scaling="longrope", original_max_positions=8, short_factor=[1.0] * 8,
+                   long_factor=[2.0] * 8)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, kw",
+    [
+        ("cos_sin_cache", dict(max_positions=32, scaling="llama3", factor=8.0, original_max_positions=16)),
+        ("long_short_cos_sin_cache", LONGROPE_24),
+    ],
+)
+def test_gguf_holds_the_cache_under_vllms_name(tmp_path, name, kw):
+    """Read by gguf-py's ``GGUFReader`` (llama.cpp's): one tensor of vLLM's name, ggml's dimensions reversed
     (``ne = [rotary_dim, rows]``), the float32 bytes of the cache, and the runtime in the metadata."""
     from gguf import GGUFReader
 
-    table = api.rope(runtime="vllm", head_dim=16, max_positions=24, scaling="longrope", original_max_positions=8,
-                     short_factor=[1.0] * 8, long_factor=[2.0] * 8)  # fmt: skip
-    cache = np.asarray(table.arrays["long_short_cos_sin_cache"])
+    table = api.rope(runtime="vllm", head_dim=16, **kw)
+    cache = np.asarray(table.arrays[name])
     path = tmp_path / "cache.gguf"
     api.save(table, path)
     reader = GGUFReader(path)
-    assert [t.name for t in reader.tensors] == ["long_short_cos_sin_cache"]
+    assert [t.name for t in reader.tensors] == [name]
     tensor = reader.tensors[0]
     assert tensor.shape.tolist() == [16, 32] and cache.shape == (32, 16)
     assert np.ascontiguousarray(tensor.data).tobytes() == cache.astype("<f4").tobytes()

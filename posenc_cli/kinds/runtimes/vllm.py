@@ -1,5 +1,6 @@
 """``posenc rope --runtime vllm``: vLLM's ``cos_sin_cache``, which FlashInfer's ``apply_rope_with_cos_sin_cache``
-reads as it is.
+reads as it is (``flashinfer/rope.py``: ``(max_seq_len, rotary_dim)``, cosine the first half, sine the second,
+float32 only).
 
 The layout (vLLM 0.34.0, ``vllm/model_executor/layers/rotary_embedding/``): one array ``cos_sin_cache`` of shape
 ``(rows, rotary_dim)``, row ``p`` the position ``p``, its first ``rotary_dim / 2`` columns ``cos(p * inv_freq[k])``
