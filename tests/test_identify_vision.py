@@ -367,6 +367,20 @@ def test_sincos_layout_goldens_are_named_by_a_command_that_writes_them(tmp_path,
     assert np.array_equal(theirs, ours)
 
 
+@pytest.mark.parametrize("name", sorted(NAMED_LAYOUT_GOLDENS))
+def test_a_float16_copy_of_a_layout_golden_is_named_with_its_parameters(name):
+    """The library's float32 table saved with ``.half()``: the same command with ``--dtype float16`` (compared as
+    float16 values under the narrow rule: in float16's own rule the few double-rounded entries were departures, and
+    a neighbouring base was named, SimpleViT's as MAE's at base 10500); one entry two units off is no match."""
+    entry = LAYOUT_MANIFEST[name]
+    half = np.ascontiguousarray(npz(LAYOUTS / entry["file"])["pe_t"].T).astype(np.float16)
+    match = identify_array(half).match
+    assert match is not None and match.hypothesis.values == {**NAMED_LAYOUT_GOLDENS[name], "dtype": "float16"}
+    row, column = half.shape[0] // 2 + 1, half.shape[1] // 3
+    half[row, column] = np.nextafter(np.nextafter(half[row, column], np.float16(2)), np.float16(2))
+    assert identify_array(half).match is None
+
+
 LAYOUT_ROUND_TRIPS = {  # name: (keywords, writer)
     "timm_vitb16": ({"grid": (14, 14), "d_model": 768, "layout": "timm"}, _safetensors),
     "timm_interleave_base100": ({"grid": (6, 9), "d_model": 64, "layout": "timm", "interleave_sin_cos": True,
