@@ -328,7 +328,7 @@ LAYOUT_MANIFEST = json.loads((LAYOUTS / "manifest.json").read_text())["goldens"]
 #: The goldens of tests/goldens/sincos_layouts/ identify names, each with the keywords of the command it reports:
 #: the manifest's, but where a simpler command writes the same table (timm's reverse_coord of an H x W grid is
 #: timm's W x H grid, DiT's and PixArt's table at its base size is MAE's). The others' positions are fractional
-#: (DiT at another grid) or offset (SD3's crop), or they have three axes (CogVideoX): docs/identify.md.
+#: (DiT at another grid) or offset (SD3's crop), or they have three axes (CogVideoX): tests/test_identify_scaled.py.
 NAMED_LAYOUT_GOLDENS = {
     "timm_3x5_d16": {"grid": (3, 5), "d_model": 16, "layout": "timm"},
     "timm_vitb16_14x14_d768": {"grid": (14, 14), "d_model": 768, "layout": "timm"},
