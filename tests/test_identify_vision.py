@@ -328,7 +328,7 @@ LAYOUT_MANIFEST = json.loads((LAYOUTS / "manifest.json").read_text())["goldens"]
 #: The goldens of tests/goldens/sincos_layouts/ identify names, each with the keywords of the command it reports:
 #: the manifest's, but where a simpler command writes the same table (timm's reverse_coord of an H x W grid is
 #: timm's W x H grid, DiT's and PixArt's table at its base size is MAE's). The others' positions are fractional
-#: (DiT at another grid) or offset (SD3's crop), or they have three axes (CogVideoX): docs/identify.md.
+#: (DiT at another grid) or offset (SD3's crop), or they have three axes (CogVideoX): tests/test_identify_scaled.py.
 NAMED_LAYOUT_GOLDENS = {
     "timm_3x5_d16": {"grid": (3, 5), "d_model": 16, "layout": "timm"},
     "timm_vitb16_14x14_d768": {"grid": (14, 14), "d_model": 768, "layout": "timm"},
@@ -365,6 +365,20 @@ def test_sincos_layout_goldens_are_named_by_a_command_that_writes_them(tmp_path,
     params = {**entry["params"], "grid": tuple(entry["params"]["grid"])}
     theirs = KINDS["sincos2d"].make(**params, **({"arithmetic": "framework"} if framework else {})).array
     assert np.array_equal(theirs, ours)
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_LAYOUT_GOLDENS))
+def test_a_float16_copy_of_a_layout_golden_is_named_with_its_parameters(name):
+    """The library's float32 table saved with ``.half()``: the same command with ``--dtype float16`` (compared as
+    float16 values under the narrow rule: in float16's own rule the few double-rounded entries were departures, and
+    a neighbouring base was named, SimpleViT's as MAE's at base 10500); one entry two units off is no match."""
+    entry = LAYOUT_MANIFEST[name]
+    half = np.ascontiguousarray(npz(LAYOUTS / entry["file"])["pe_t"].T).astype(np.float16)
+    match = identify_array(half).match
+    assert match is not None and match.hypothesis.values == {**NAMED_LAYOUT_GOLDENS[name], "dtype": "float16"}
+    row, column = half.shape[0] // 2 + 1, half.shape[1] // 3
+    half[row, column] = np.nextafter(np.nextafter(half[row, column], np.float16(2)), np.float16(2))
+    assert identify_array(half).match is None
 
 
 LAYOUT_ROUND_TRIPS = {  # name: (keywords, writer)

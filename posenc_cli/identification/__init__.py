@@ -11,11 +11,13 @@ a padding row, the layout), and each reading gives a few hypotheses, posenc comm
 (:mod:`~posenc_cli.identification._sinusoid` for every ``generate`` preset,
 :mod:`~posenc_cli.identification._rope` for RoPE caches and ``inv_freq`` of every scaling mode,
 :mod:`~posenc_cli.identification._others` for ALiBi, :mod:`~posenc_cli.identification._vision` for 2-D sincos of
-every layout and DETR's sine embedding, :mod:`~posenc_cli.identification._axial` for the axial RoPE caches of vision
-towers, FLUX and video models). Each hypothesis's exact table is made
-by posenc's own engine in float64 and compared entry by entry (:mod:`~posenc_cli.identification._compare`:
-bit-identical, or within the framework's own float rounding). No brute force over numbers: only the presets, the
-round numbers near what was read, and the pre-training lengths configurations use are tried.
+every layout and DETR's sine embedding, :mod:`~posenc_cli.identification._scaled` for the sincos tables at scaled
+or offset positions (DiT and PixArt off their base size, SD3's crop, CogVideoX's 3-D table),
+:mod:`~posenc_cli.identification._axial` for the axial RoPE caches of vision towers, FLUX and video models).
+Each hypothesis's exact table is made by posenc's own engine in float64 and compared entry by entry
+(:mod:`~posenc_cli.identification._compare`: bit-identical, or within the framework's own float rounding). No brute
+force over numbers: only the presets, the round numbers near what was read, and the pre-training lengths
+configurations use are tried.
 
 The work is bounded by the table, never by what its values or its file claim
 (:mod:`~posenc_cli.identification._search`): a constant table, or one whose rows are all the same, is answered

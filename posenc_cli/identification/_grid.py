@@ -39,14 +39,15 @@ def grid_width(rows: np.ndarray, slow: np.ndarray, read: np.ndarray | None = Non
     return width if np.array_equal(column_axis[width:], column_axis[:-width]) else None
 
 
-def frequency_law(rates: np.ndarray, span: float, step: float) -> list[float]:
+def frequency_law(rates: np.ndarray, span: float, step: float, noise: float = 0.0) -> list[float]:
     """The bases of frequencies ``base**(-step * k)`` read from their ``rates`` (slowest last) over ``span``
-    positions, round numbers first (none when no law fits)."""
-    fit = geometric_fit(rates, span)
+    positions, round numbers first (none when no law fits); ``noise``: the angles' error (radians), which widens
+    the fit's tolerance and the rounding (:func:`~._readoff.geometric_fit`)."""
+    fit = geometric_fit(rates, span, noise=noise)
     if fit is None or not fit.fits(1e-3):
         return []
     read = math.exp(-fit.log_rho / step)
-    return nice_numbers(read, 1e-3)
+    return nice_numbers(read, max(1e-3, fit.power_error(1 / step)))
 
 
 def with_default(read: list[float]) -> list[float]:

@@ -158,6 +158,10 @@ def search(stored: np.ndarray, key: str | None, work: Work) -> TensorResult:
     trivial = _trivial(values)
     if trivial is not None:
         return TensorResult(key, shape, dtype, None, (), trivial)
+    if table.dtype == np.float16 and table.size >= NARROW_FROM:
+        # a float16 table is a float32 pipeline's rounded once more (a model saved with .half()), or a table
+        # rounded once: compared as the float32 array of float16 values it also is, under the narrow rule
+        table = table.astype(np.float32)
     state = _Search(table, values, work)
     evaluated: list[Candidate] = []
     stopped = None
@@ -370,10 +374,14 @@ class _Search:
         return dataclasses.replace(named, arithmetics=report)
 
 
+#: The fewest entries whose values all being of a narrower type say the table was rounded to it.
+NARROW_FROM = 64
+
+
 def _narrow(stored: np.ndarray, values: np.ndarray) -> str | None:
     """``bfloat16`` or ``float16`` when every value of a float32 array is one of that type (a table rounded to
     it, then widened to be saved), with at least 64 entries (a few round values prove nothing)."""
-    if stored.dtype != np.float32 or stored.size < 64:
+    if stored.dtype != np.float32 or stored.size < NARROW_FROM:
         return None
     return {2.0**-8: "bfloat16", 2.0**-11: "float16"}.get(resolution(values))
 

@@ -16,7 +16,8 @@ number of passes over the table, never a number of passes that its values or its
     changes), the layout is checked against the first patch's row (its zeros are the sines, its ones the cosines)
     and against the grid structure (each axis's columns constant along the other), and the base is read from the
     longer axis's sine/cosine pairs. Adding a layout is one entry. The hypotheses of the fewest options come
-    first, and of as many those at the default base.
+    first, and of as many those at the default base. The tables whose positions are not the patch indices (DiT's
+    and PixArt's off their base size, SD3's crop, CogVideoX's three axes) are :mod:`._scaled`'s, read after these.
 DETR (``posenc detr``, without a mask)
     ``[sin y0, cos y0, sin y1, ... | the same of x]``, rows ``y * W + x``, positions 1 .. H and 1 .. W (cumulative sums
     of an all-ones mask). The y half is constant along each run of ``W`` rows, the x half repeats every ``W`` rows.
@@ -38,6 +39,7 @@ import numpy as np
 from ._grid import MIN_SIDE, PAIRED, frequency_law, grid_width, with_default
 from ._hypothesis import Hypothesis
 from ._readoff import column_rates, nice_numbers
+from ._scaled import cogvideox_hypotheses, dit_hypotheses, sd3_hypotheses
 
 __all__ = [
     "SINCOS2D_LAYOUTS",
@@ -121,10 +123,10 @@ def _dit(grid: tuple[int, int], d: int) -> Columns | None:
     return _mae(grid, d) if grid[0] == grid[1] else None
 
 
-#: The layouts identify reads, by name; a new ``posenc sincos2d`` layout is one more entry. Tables that another
-#: entry names already are left out: timm's ``reverse_coord`` of an ``H x W`` grid is timm's table of the
-#: ``W x H`` grid, DiT's at its base size (one zero row or none) is MAE's; so are layouts whose positions are
-#: fractional or offset (DiT's grid other than its base size, SD3's crop: the first patch is not all 0 and 1).
+#: The layouts identify reads at the patch indices, by name; a new ``posenc sincos2d`` layout is one more entry.
+#: Tables that another entry names already are left out: timm's ``reverse_coord`` of an ``H x W`` grid is timm's
+#: table of the ``W x H`` grid, DiT's at its base size (one zero row or none) is MAE's. Positions scaled or offset
+#: (DiT's grid other than its base size, SD3's crop) and CogVideoX's three axes are read by :mod:`._scaled`.
 SINCOS2D_LAYOUTS: dict[str, Layout] = {
     "mae": Layout({}, _mae, lambda z: {} if z == 0 else {"cls_token": True} if z == 1 else None),
     "timm": Layout({"layout": "timm"}, _timm),
@@ -169,7 +171,8 @@ def _sincos2d_bases(grid_rows: np.ndarray, grid: tuple[int, int], columns: Colum
 def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """2-D sincos in each layout of :data:`SINCOS2D_LAYOUTS` whose structure the table shows, after the
     all-zero rows the layout takes first (MAE's class token, DiT's extra tokens; none of a table of another number
-    of axes).
+    of axes); then the tables whose positions are not the patch indices (:mod:`._scaled`): DiT's and PixArt's at
+    scaled positions, SD3's crop, CogVideoX's 3-D table.
 
     Examples
     --------
@@ -183,6 +186,13 @@ def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     >>> next(sincos2d_hypotheses(table)).values
     {'grid': (3, 5), 'd_model': 16, 'layout': 'timm'}
     """
+    yield from _grid_hypotheses(values)
+    yield from sd3_hypotheses(values)
+    yield from cogvideox_hypotheses(values)
+
+
+def _grid_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
+    """The layouts' hypotheses, and DiT's at scaled positions, of a table whose first patch is all 0 and 1."""
     if values.ndim != 2:
         return
     n, d = values.shape
@@ -246,6 +256,7 @@ def sincos2d_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
             grid_values = {"grid": (height, width), "d_model": d, **over}
             made.append(Hypothesis("sincos2d", grid_values, "pe", "sincos2d", 1.0, len(over), angle, head=head))
     yield from sorted(made, key=lambda h: (h.overrides, "base" in h.values))
+    yield from dit_hypotheses(grid_rows, zeros, height, width)
 
 
 # ----------------------------------------------------------------------------------------------------- DETR

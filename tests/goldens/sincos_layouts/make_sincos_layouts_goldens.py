@@ -109,6 +109,23 @@ def dit_case(h: int, w: int, dim: int, base_size: int, interpolation: float, ext
     return params, make
 
 
+def dit_forward_case(sample: int, patch: int, dim: int, h: int, w: int, interpolation: float = 1.0):
+    """A model's PatchEmbed at an image of another size (``h x w`` patches): the table ``PatchEmbed.forward``
+    computes, with the module's own ``base_size`` and ``interpolation_scale`` (fractional positions)."""
+
+    def make() -> Arrays:
+        embed = PatchEmbed(height=sample, width=sample, patch_size=patch, in_channels=4, embed_dim=dim,
+                           interpolation_scale=interpolation)  # fmt: skip
+        pe = get_2d_sincos_pos_embed(embed_dim=embed.pos_embed.shape[-1], grid_size=(h, w), base_size=embed.base_size,
+                                     interpolation_scale=embed.interpolation_scale, output_type="pt")  # fmt: skip
+        return {"pe": pe.float().numpy()}
+
+    params = {"layout": "dit", "grid": [h, w], "d_model": dim, "base_size": sample // patch}
+    if interpolation != 1.0:
+        params["interpolation_scale"] = interpolation
+    return params, make
+
+
 def sd3_case(latent_h: int, latent_w: int, patch: int, dim: int, sample: int, max_size: int, interp: float = 1.0):
     """PatchEmbed(pos_embed_max_size=...).cropped_pos_embed for a latent of ``latent_h x latent_w``."""
 
@@ -163,6 +180,8 @@ CASES: dict[str, tuple[dict, Callable[[], Arrays]]] = {
     "simple_vit_3x5_d32": simple_vit_case(3, 5, 32),
     "dit_xl2_256_16x16_d1152": dit_model_case(32, 2, 1152),
     "pixart_alpha_512_32x32_d1152": dit_model_case(64, 2, 1152),
+    # PixArt-alpha 512 (sample 64, patch 2: base_size 32) at its 384x640 aspect-ratio bin: a 48x80 latent
+    "pixart_alpha_512_bin384x640_24x40_d1152": dit_forward_case(64, 2, 1152, 24, 40),
     "dit_6x10_d16_base4_interp2": dit_case(6, 10, 16, 4, 2.0),
     "dit_5x7_d32_base6_interp0.75_extra2": dit_case(5, 7, 32, 6, 0.75, extra=2),
     "sd3_medium_latent64_32x32_d1536": sd3_case(64, 64, 2, 1536, 128, 192),
