@@ -4,10 +4,10 @@
 The goldens (tests/goldens/runtimes/tensorrt_llm/, README.md there) are the output of TensorRT-LLM's own
 ``RopeEmbeddingUtils`` methods in ``tensorrt_llm/functional.py`` of NVIDIA/TensorRT-LLM at commit
 2a9abd9536aa62ad3e4b9314be9286b1b1be523b, executed as written with numpy 1.26 and torch (TensorRT-LLM itself needs
-CUDA to install): ``apply_llama3_scaling`` and ``create_sinusoidal_positions_for_attention_plugin`` (file characters
-166,000-173,600 of the index's copy), ``create_sinusoidal_positions_long_rope`` (about 176,000-177,700) and
-``create_sinusoidal_positions_yarn`` (about 177,800-180,900), called as ``RopeParams.create_rope_const_params``
-(``tensorrt_llm/_torch/attention_backend/interface.py``) calls them.
+CUDA to install): ``apply_llama3_scaling``, ``create_sinusoidal_positions_for_attention_plugin``,
+``create_sinusoidal_positions_long_rope`` and ``create_sinusoidal_positions_yarn`` (in that order within characters
+166,000-182,000 of the file as the index pages it; the index gives no line numbers), called as
+``RopeParams.create_rope_const_params`` (``tensorrt_llm/_torch/attention_backend/interface.py``) calls them.
 
 - ``--arithmetic framework`` against them: ``rotary_inv_freq`` within 2 ulps (numpy's own float32 ``pow``, Intel
   SVML on AVX-512, is up to 2 ulps from the correctly rounded one posenc uses; the float64 ``pow`` path is
