@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import mpmath
@@ -250,7 +249,7 @@ def test_formats_hold_the_arrays(tmp_path, suffix):
 
         stored = load_file(str(out))
     else:
-        stored = {key.rsplit("_", 0)[0]: np.asarray(v) for key, v in load(out).arrays.items()}
+        stored = {key: np.asarray(v) for key, v in load(out).arrays.items()}  # C symbols: the header's names
     assert set(want.arrays) <= set(stored) or len(stored) == len(want.arrays), sorted(stored)
     values = list(stored.values()) if suffix == ".h" else [stored[k] for k in want.arrays]
     shapes = sorted(np.asarray(v).shape for v in values)
@@ -326,8 +325,6 @@ def test_identify_hostile_arrays_are_bounded():
         -golden("none_d64_n512")[TABLE].reshape(-1).astype(np.float64),  # A < 0
     ]
     for values in cases:
-        start = time.perf_counter()
         assert all(h.values.get("runtime") == "tensorrt-llm" for h in hypotheses(np.asarray(values, np.float64)))
         result = identify_array(np.asarray(values, np.float32))
         assert result.match is None
-        assert time.perf_counter() - start >= 0  # (no time asserted: the work is bounded by the search budget)
