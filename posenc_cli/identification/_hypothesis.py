@@ -36,6 +36,9 @@ class Hypothesis:
     #: For a kind whose tables are made whole (not row by row): a hypothesis whose table is this one's first rows,
     #: at least the given count of them (2-D sincos: a grid of fewer rows), so that a sample costs only those rows.
     head: Callable[[int], Hypothesis] | None = field(default=None, compare=False)
+    #: The columns (RoPE: frequencies) its table is made with, when that is not the stored table's last axis (a
+    #: runtime's fused 1-D table): what a step's per-column cost counts (:data:`~._search.COLUMN_STEP`).
+    columns: int | None = field(default=None, compare=False)
 
     @property
     def preset(self) -> str | None:

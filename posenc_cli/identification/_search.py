@@ -231,7 +231,8 @@ class _Search:
 
     def _step(self, hypothesis: Hypothesis, entries: int) -> None:
         """Pay a step's fixed cost, once the budget is known to pay it and ``entries`` more besides."""
-        fixed = STEP + COLUMN_STEP.get(hypothesis.command, 0) * self.table.shape[-1]
+        columns = hypothesis.columns if hypothesis.columns is not None else self.table.shape[-1]
+        fixed = STEP + COLUMN_STEP.get(hypothesis.command, 0) * columns
         if fixed + entries > self.work.left:
             raise Spent(f"the work budget ({WORK_PER_ENTRY} entries per entry of the table) is spent")
         self.work.pay(fixed)
