@@ -29,7 +29,7 @@ from ._hypothesis import Hypothesis
 from ._readoff import COMMON, FLAT, column_rates, geometric_fit, nice_numbers, resolution
 from ._runtimes import runtime_hypotheses
 
-__all__ = ["rope_hypotheses"]
+__all__ = ["cache_hypotheses", "rope_hypotheses"]
 
 #: Pre-training context lengths configurations name (``original_max_position_embeddings``).
 ORIGINALS = (4096, 8192, 2048, 32768, 16384, 131072, 1024, 65536, 512, 256)
@@ -50,6 +50,12 @@ def rope_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
     """Every scaling mode's reading of a cos/sin cache (2-D) or an ``inv_freq`` (1-D), the runtimes' arrays' first
     (:mod:`~posenc_cli.identification._runtimes`)."""
     yield from runtime_hypotheses(values)
+    yield from cache_hypotheses(values)
+
+
+def cache_hypotheses(values: np.ndarray) -> Iterator[Hypothesis]:
+    """Every scaling mode's reading of posenc's own arrays (``cos``, ``sin``, ``inv_freq``): what a runtime's
+    reader renames where its arrays are these."""
     if values.ndim == 1:
         t = values
         active = t[: int(np.flatnonzero(t)[-1]) + 1] if t.any() else t[:0]  # proportional: zeros at the end
