@@ -386,6 +386,7 @@ def rope(
             runtime=runtime, seq_len=seq_len, settings=settings, attention_scaling=attention_scaling,
             element=element, arithmetic=arithmetic, saturate=saturate, lazy=lazy, from_config=from_config,
             layer_type=layer_type, work_per_value=KIND.work_per_value,
+            seq_len_given=seq_len is not None and "seq_len" not in configured,
             others={k: given[k] for k in ("position_ids", "mrope_section", "longrope_pair", *_MODEL)},
         )  # fmt: skip
         with _named_config(config, configured):

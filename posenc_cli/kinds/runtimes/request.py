@@ -36,6 +36,9 @@ class Request:
     layer_type: str | None
     work_per_value: int
     others: dict[str, Any] = field(default_factory=dict)
+    #: Whether ``seq_len`` was given (a keyword, ``-n``, a record), not taken from the config's
+    #: ``max_position_embeddings``: a runtime whose own length differs from that field tells them apart by it.
+    seq_len_given: bool = False
 
     def refuse_others(self, allowed: tuple[str, ...] = ()) -> None:
         """A :class:`SpecError` naming the first keyword given that this runtime's layout does not take."""

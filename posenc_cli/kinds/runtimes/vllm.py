@@ -33,9 +33,9 @@ dim=-1)`` of the half-width caches; ``is_neox_style`` says only how vLLM applies
     (vLLM also reads ``short_mscale`` and ``long_mscale`` from a config, which posenc does not.)
 
 ``max_position`` is vLLM's argument of that name: a model's ``max_position_embeddings`` (``--max-positions``, or a
-config's). ``-n`` writes the first ``n`` rows of that cache (past its end, the same formula goes on); without it (or
-with the config's own ``max_position_embeddings``, the value ``-n`` takes from a config) the whole cache, as long as
-vLLM makes it. M-RoPE, ``proportional`` (Gemma 4) and ``mllama4`` are other classes, not made here.
+config's). ``-n`` writes the first ``n`` rows of that cache (past its end, the same formula goes on); without it
+(a config's ``max_position_embeddings`` is not taken as ``-n`` here) the whole cache, as long as vLLM makes it.
+M-RoPE, ``proportional`` (Gemma 4) and ``mllama4`` are other classes, not made here.
 
 Values: ``arithmetic="exact"`` every entry correctly rounded from the real formula above (the float64 constants, the
 YaRN range and the attention scaling, as vLLM computes them); ``"framework"`` vLLM's float32 operations on the CPU
@@ -171,8 +171,7 @@ def _default_rows(cls: str, used: dict[str, Any]) -> int | None:
 
 
 def _rows(request: Request, cls: str, used: dict[str, Any]) -> int:
-    config = request.from_config
-    given = request.seq_len is not None and not (config is not None and request.seq_len == config.seq_len)
+    given = request.seq_len_given
     rows = request.seq_len if given else _default_rows(cls, used)
     if rows is None:
         raise SpecError(
