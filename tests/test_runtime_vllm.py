@@ -155,6 +155,18 @@ def test_n_writes_the_first_rows_and_goes_on_past_the_end():
         assert some.shape == (n, 16) and np.array_equal(some[: min(n, 60)], whole[:n])
 
 
+def test_n_given_is_the_rows_even_when_it_equals_the_configs_length(tmp_path):
+    """A linear config of max_position_embeddings 30 and factor 2: vLLM's cache has 60 rows, written without -n;
+    -n 30 typed is 30 rows (not the config's value taken for the whole cache)."""
+    config = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 30,
+              "rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    whole = np.asarray(api.rope(runtime="vllm", config=tmp_path).arrays["cos_sin_cache"])
+    typed = np.asarray(api.rope(30, runtime="vllm", config=tmp_path).arrays["cos_sin_cache"])
+    assert whole.shape == (60, 16) and typed.shape == (30, 16)
+    assert np.array_equal(typed, whole[:30])
+
+
 def test_longrope_rows_past_original_are_the_long_cache_from_position_0():
     kw = dict(head_dim=8, scaling="longrope", original_max_positions=16, max_positions=64,
               short_factor=[1.0, 1.5, 2.0, 4.0], long_factor=[1.0, 3.0, 6.0, 9.0])  # fmt: skip
