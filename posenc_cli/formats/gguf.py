@@ -33,6 +33,18 @@ Metadata (GGUF value types in brackets):
 - ``general.architecture`` [string] ``"posenc"``: the spec requires the key, and a table is no model llama.cpp can
   run, so it names no model architecture: llama.cpp's model loader refuses the file as an unknown architecture
   instead of misreading it. posenc's own keys then carry the architecture's prefix, as the spec's namespacing asks.
+  A table of ``posenc rope --runtime llama.cpp`` names its ``gguf_arch`` instead (``llama``, ``qwen2``, ``qwen3``,
+  ``phi3``), since llama.cpp and gguf-py read ``{arch}.*`` keys only under the architecture this key names (the
+  loader formats every key it reads with it): with ``"posenc"`` there, ``llama.rope.freq_base`` would be a key no
+  reader of a Llama file asks for. llama.cpp's loader still refuses the file as a model, now for the keys and
+  tensors every model has and a table has not (``{arch}.embedding_length``, ``{arch}.block_count``,
+  ``token_embd.weight``), so nothing is misread either way.
+- llama.cpp's RoPE keys, for a ``--runtime llama.cpp`` table only (:mod:`posenc_cli.formats.gguf_llama`, a fixed
+  mapping): ``{arch}.context_length``, ``{arch}.rope.dimension_count``, ``{arch}.rope.scaling.original_context_length``
+  [uint32], ``{arch}.rope.freq_base``, ``{arch}.rope.scaling.factor``, ``{arch}.rope.scaling.attn_factor``,
+  ``{arch}.rope.scaling.yarn_beta_fast``, ``{arch}.rope.scaling.yarn_beta_slow`` [float32],
+  ``{arch}.rope.scaling.type`` [string], each where the table records it (``gguf_context_length`` and the rest),
+  with the types gguf-py's ``GGUFWriter.add_*`` methods give them.
 - ``general.name`` [string]: the table's name (the ``name`` write option: ``--name``, else the output's stem).
 - ``general.alignment`` [uint32] :data:`ALIGN`.
 - ``posenc.generator`` [string] ``"posenc X.Y.Z"``; ``posenc.kind`` [string] the table's kind (``"rope"``).
@@ -61,9 +73,11 @@ Tensor names: llama.cpp's name where a posenc array is exactly what llama.cpp ke
 - RoPE's ``inv_freq`` keeps its key: llama.cpp's ``rope_freqs.weight`` is not the inverse frequencies but the
   per-frequency factors that divide them (``ggml_rope_ext``'s ``freq_factors``: 1 where unscaled, ``factor`` where
   fully scaled, as llama.cpp's converter computes them for Llama 3), so ``inv_freq`` there would be read as
-  divisors. ``rope_factors_long.weight`` and ``rope_factors_short.weight`` hold LongRoPE's ``long_factor`` and
-  ``short_factor`` lists, which a posenc table records as parameters (``posenc.params.long_factor``), not arrays;
-  posenc's ``cos_long``/``sin_long`` caches have no llama.cpp tensor (it computes them).
+  divisors. posenc's ``cos_long``/``sin_long`` caches have no llama.cpp tensor (it computes them).
+- a ``--runtime llama.cpp`` table's 1-D ``rope_freqs``, ``rope_factors_long`` and ``rope_factors_short`` are
+  ``rope_freqs.weight``, ``rope_factors_long.weight`` and ``rope_factors_short.weight``
+  (:data:`posenc_cli.formats.gguf_llama.TENSORS`): exactly the tensors llama.cpp's converter writes (Llama 3's
+  divisors; Phi-3's LongRoPE factor lists, which other RoPE tables record as parameters).
 - every other array (RoPE's ``cos``/``sin``, ALiBi's ``slopes`` and ``bias``, a sincos2d ``pe``, relative and window
   ``index`` tables, ``coords``) keeps its key: llama.cpp computes ALiBi and RoPE itself and keeps no such tables.
   (Its vision encoders' ``v.position_embd.weight`` lives only in multimodal projector files, whose loader needs a
@@ -92,6 +106,7 @@ from .._version import __version__
 from ..dtypes import element_of
 from ..errors import FormatError
 from ..table import Array, Param, Table
+from . import gguf_llama
 from ._blocks import raw_bytes, row_blocks
 from .options import WriteOptions
 
@@ -140,7 +155,7 @@ _BF16 = ("BF16", 30)
 LLAMA_TENSORS: dict[tuple[str, str], str] = {("sinusoidal", "pe"): "position_embd.weight"}
 
 # GGUF metadata value types (``gguf_type``).
-_UINT32, _BOOL, _STRING, _ARRAY, _INT64, _FLOAT64 = 4, 7, 8, 9, 11, 12
+_UINT32, _FLOAT32, _BOOL, _STRING, _ARRAY, _INT64, _FLOAT64 = 4, 6, 7, 8, 9, 11, 12
 #: One segment of a GGUF key: ``lower_snake_case`` ASCII.
 _SEGMENT = re.compile(r"[a-z0-9_]+")
 #: The longest key the spec allows, in bytes.
@@ -149,6 +164,11 @@ _MAX_KEY = (1 << 16) - 1
 
 class UInt32(int):
     """A metadata integer written as GGUF's ``uint32`` (``general.alignment``: llama.cpp reads it as one)."""
+
+
+class Float32(float):
+    """A metadata number written as GGUF's ``float32`` (llama.cpp's RoPE keys: its loader reads them as ``float``),
+    rounded to nearest; the caller has checked it is within float32's range."""
 
 
 Value = str | bool | int | float | list[str]
@@ -197,6 +217,7 @@ def tensor_names(table: Table) -> list[str]:
     names: dict[str, str] = {}
     for key, array in table.arrays.items():
         name = LLAMA_TENSORS.get((table.kind, key), key) if array.ndim == 2 else key
+        name = gguf_llama.tensor_name(table.params, key, array.ndim) or name
         if not name or not name.isprintable():
             problem = "is empty" if not name else "holds a character that is not printable"
             raise FormatError(f"array {key!r}: its tensor name {name!r} {problem}; GGUF tensor names are text")
@@ -234,8 +255,9 @@ def metadata(table: Table, options: WriteOptions) -> dict[str, Value]:
     >>> meta["posenc.arrays"], meta["posenc.params.heads"]
     (['slopes'], 2)
     """
+    arch = gguf_llama.architecture(table.params)
     meta: dict[str, Value] = {
-        "general.architecture": ARCHITECTURE,
+        "general.architecture": arch or ARCHITECTURE,
         "general.name": options.name,
         "general.alignment": UInt32(ALIGN),
         f"{PREFIX}generator": f"posenc {__version__}",
@@ -250,6 +272,8 @@ def metadata(table: Table, options: WriteOptions) -> dict[str, Value]:
                 f"(a-z, 0-9, _) and the whole key at most {_MAX_KEY} bytes"
             )
         meta[key] = value
+    for key, (kind, value) in gguf_llama.keys(table.params).items():
+        meta[key] = UInt32(value) if kind == "uint32" else Float32(value) if kind == "float32" else value
     return meta
 
 
@@ -262,6 +286,8 @@ def _value(key: str, value: Value | Param) -> bytes:
     """The value type and value of one metadata entry."""
     if isinstance(value, UInt32):
         return struct.pack("<II", _UINT32, value)
+    if isinstance(value, Float32):
+        return struct.pack("<If", _FLOAT32, value)
     if isinstance(value, bool):
         return struct.pack("<IB", _BOOL, int(value))
     if isinstance(value, int):

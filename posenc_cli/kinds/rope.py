@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..dtypes import ElementType
 from ..encodings.names import ROPE_LAYOUTS, ROPE_RUNTIMES, ROPE_SCALINGS, XPOS_CENTERS
 from ..errors import SpecError
+from ..formats.gguf_llama import ARCHITECTURES as GGUF_ARCHITECTURES
 from ..params import BOOLEAN, INTEGER, INTEGERS, NUMBER, NUMBERS, TEXT, Choice, Param, ValueType
 from ..ranges import Range
 from ..read import PathLike
@@ -196,6 +197,12 @@ PARAMS: tuple[Param, ...] = (
         Choice(ROPE_RUNTIMES),
         "A serving runtime's own cache: its arrays, names, layout and length, as its code makes them.",
     ),
+    Param(
+        "gguf_arch",
+        Choice(GGUF_ARCHITECTURES),
+        "--runtime llama.cpp: the llama.cpp architecture whose converter's keys to write.  [default: the config's "
+        "model type's, else llama]",
+    ),
     arithmetic("HF transformers' ROPE_INIT_FUNCTIONS and rotary forward; ggml: llama.cpp's CPU rope", "ggml"),
 )
 
@@ -265,6 +272,7 @@ def rope(
     xpos_scale_base: int | None = None,
     xpos_center: str | None = None,
     runtime: str | None = None,
+    gguf_arch: str | None = None,
     arithmetic: str = "exact",
     dtype: str = "float32",
     scale: float | None = None,
@@ -387,10 +395,12 @@ def rope(
             element=element, arithmetic=arithmetic, saturate=saturate, lazy=lazy, from_config=from_config,
             layer_type=layer_type, work_per_value=KIND.work_per_value,
             seq_len_given=seq_len is not None and "seq_len" not in configured,
-            others={k: given[k] for k in ("position_ids", "mrope_section", "longrope_pair", *_MODEL)},
+            others={k: given[k] for k in ("position_ids", "mrope_section", "longrope_pair", *_MODEL, "gguf_arch")},
         )  # fmt: skip
         with _named_config(config, configured):
             return runtime_table(request)
+    if gguf_arch is not None:
+        raise SpecError("gguf_arch applies to --runtime llama.cpp", param="gguf_arch")
     settings["layout"] = settings["layout"] or "half"  # a keyword, else the config's model type's, else half
     with _named_config(config, configured):
         table = caches(
@@ -447,7 +457,10 @@ RECORDED: dict[str, ValueType] = {
     "longrope_pair": BOOLEAN, "config_fields": TEXT, "layer_type": TEXT, "arithmetic": TEXT,
     "no_rope_layers": NO_ROPE_LAYERS, "attn_scale": ATTN_SCALE, "floor_scale": FLOOR_SCALE,
     "qk_head_dim": QK_HEAD_DIM, "softmax_scale": NUMBER, "xpos_scale_base": XPOS_SCALE_BASE, "xpos_center": TEXT,
-    "runtime": TEXT, "gguf_arch": TEXT,
+    "runtime": TEXT, "gguf_arch": TEXT, "gguf_context_length": INTEGER, "gguf_rope_dimension_count": INTEGER,
+    "gguf_rope_freq_base": NUMBER, "gguf_rope_scaling_type": TEXT, "gguf_rope_scaling_factor": NUMBER,
+    "gguf_rope_scaling_original_context_length": INTEGER, "gguf_rope_scaling_attn_factor": NUMBER,
+    "gguf_rope_scaling_yarn_beta_fast": NUMBER, "gguf_rope_scaling_yarn_beta_slow": NUMBER,
 }
 
 # fmt: on

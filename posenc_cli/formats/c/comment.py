@@ -56,6 +56,7 @@ TEXT_PARAMS = frozenset(
         "xpos_center",
         "runtime",
         "gguf_arch",
+        "gguf_rope_scaling_type",
     }
 )
 
