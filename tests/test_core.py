@@ -168,6 +168,34 @@ def test_combine64_matches_the_pure_loop_on_hard_inputs(core) -> None:
         assert undecided.any() and not undecided.all()
 
 
+def test_kernel_matches_the_pure_kernel(core) -> None:
+    """The sin/cos kernel on rows up to 2**32 - 1 and the constants of real specs: phases of both signs, negative
+    steps, frequencies down to underflow (base 1e300), multipliers."""
+    from posenc_cli.encodings import _kernel as K
+
+    rng = np.random.default_rng(7)
+    rows = np.concatenate([np.arange(40), rng.integers(0, 2**32, 200), [2**32 - 1, 2**31, 2**21, 2**21 - 1]])
+    ks = np.arange(0, 120, 3, dtype=np.int64).tobytes()
+    cases = [
+        (10000.0, Fraction(64), 0.0, 1.0, None),
+        (10000.0, Fraction(64), -20.5, 0.01, None),
+        (5e5, Fraction(100), 1000.0, -1e-3, None),
+        (2.0, Fraction(7, 3), 0.1, 0.1, None),
+        (1e300, Fraction(3), 0.5, 3.0, None),
+        (10000.0, Fraction(6), 3.0, 7.0, tuple(Fraction(1, 1 + k % 5) for k in range(120))),
+    ]
+    table, floats = K.kernel_constants()
+    for base, denom, start, step, mults in cases:
+        consts = K.constants(ks, base, denom, start, step, mults)
+        g = consts[K.PIECES]
+        for phase in (None, consts[K.PHASE]) if start else (None,):
+            want = K.kernel(rows[:, None].astype(np.float64), g, phase)
+            got = [np.empty((len(rows), g.shape[1])) for _ in range(4)]
+            core.kernel(rows.astype(np.float64), g, phase, table, floats, *got)
+            for w, h in zip(want, got, strict=True):
+                assert h.tobytes() == w.tobytes(), (base, denom, start, step)
+
+
 # ---------------------------------------------------------------------------------------------- whole tables
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -337,10 +337,118 @@ fail:
     return NULL;
 }
 
+/* -------------------------------------------------------------------------------------------------- kernel */
+static const char *kernel_doc =
+    "kernel(rows, g, phase, table, constants, sh, sl, ch, cl) -> None\n\n"
+    "posenc_cli.encodings._kernel.kernel, operation for operation: sin and cos of 2 pi (phase + rows g) / M as\n"
+    "double-doubles into sh, sl, ch, cl (n * K float64 each, row-major), for rows (n float64), g (4 * K: the\n"
+    "PIECES rows of the constants), phase (3 * K, or None for a zero phase), table (8 * M: _kernel's turn table\n"
+    "and its Veltkamp halves) and constants (the 11 floats of _kernel.kernel_constants).";
+
+static PyObject *kernel(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO:kernel", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    static const char *names[9] = {"rows", "g", "phase", "table", "constants", "sh", "sl", "ch", "cl"};
+    Buf b[9];
+    memset(b, 0, sizeof b);
+    int phased = o[2] != Py_None;
+    for (int i = 0; i < 9; i++)
+        if ((i != 2 || phased) && take(o[i], &b[i], i >= 5, 8, "d", names[i]))
+            goto fail;
+    Py_ssize_t n = items(&b[0]), k = items(&b[1]) / 4, m = items(&b[3]) / 8;
+    int ok = items(&b[1]) == 4 * k && (!phased || items(&b[2]) == 3 * k) && items(&b[3]) == 8 * m && m > 0 &&
+             (m & (m - 1)) == 0 && items(&b[4]) == 11;
+    for (int i = 5; i < 9; i++)
+        ok = ok && items(&b[i]) == n * k;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent shapes: rows, pieces, phase, table or outputs");
+        goto fail;
+    }
+    const double *rows = b[0].view.buf, *g = b[1].view.buf, *ph = phased ? b[2].view.buf : NULL;
+    const double *tab = b[3].view.buf, *c = b[4].view.buf;
+    double *out_sh = b[5].view.buf, *out_sl = b[6].view.buf, *out_ch = b[7].view.buf, *out_cl = b[8].view.buf;
+    const double two_pi_h = c[0], two_pi_l = c[1], two_pi_1 = c[2], two_pi_2 = c[3];
+    const double S0 = c[4], S1 = c[5], S2 = c[6], S3 = c[7], T0 = c[8], T1 = c[9], T2 = c[10];
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double row = rows[i];
+        for (Py_ssize_t j = 0; j < k; j++) {
+            double a, nn, r, v1, v2, h, e1, e2, e3, low;
+            a = row * g[j];
+            nn = rint(a);
+            v1 = a - nn;
+            a = row * g[k + j];
+            r = rint(a);
+            nn = nn + r;
+            v2 = a - r;
+            a = row * g[2 * k + j];
+            r = rint(a);
+            nn = nn + r;
+            TWO_SUM(v1, v2, h, e1);
+            TWO_SUM(h, a - r, h, e2);
+            low = (e1 + e2) + row * g[3 * k + j];
+            if (ph) {
+                nn = nn + ph[j];
+                TWO_SUM(h, ph[k + j], h, e3);
+                low = low + (e3 + ph[2 * k + j]);
+            }
+            r = rint(h);
+            nn = nn + r;
+            double vh, vl, w1, w2;
+            TWO_SUM(h - r, low, vh, vl);
+            double p = two_pi_h * vh;
+            SPLIT(vh, w1, w2);
+            double rest = ((((two_pi_1 * w1 - p) + two_pi_1 * w2) + two_pi_2 * w1) + two_pi_2 * w2) +
+                          (two_pi_h * vl + two_pi_l * vh);
+            double dh = p + rest;
+            double dl = rest - (dh - p);
+            Py_ssize_t t = (Py_ssize_t)((int64_t)nn & (int64_t)(m - 1));
+            double sh = tab[t], sl = tab[m + t], cth = tab[2 * m + t], ctl = tab[3 * m + t];
+            double s1 = tab[4 * m + t], s2 = tab[5 * m + t], c1 = tab[6 * m + t], c2 = tab[7 * m + t];
+            double x = dh * dh, d1, d2;
+            SPLIT(dh, d1, d2);
+            double xl = PROD_ERR(d1, d2, d1, d2, x) + (2 * dh) * dl;
+            double sin_lo = dl + (dh * x) * (S0 + x * (S1 + x * (S2 + x * S3)));
+            double rh = -0.5 * x;
+            double rl = -0.5 * xl + (x * x) * (T0 + x * (T1 + x * T2));
+            double r1, r2;
+            SPLIT(rh, r1, r2);
+            double outs[4];
+            for (int f = 0; f < 2; f++) {
+                double ah = f ? cth : sh, al = f ? ctl : sl, a1 = f ? c1 : s1, a2 = f ? c2 : s2;
+                double bh = f ? sh : cth, bl = f ? sl : ctl, b1 = f ? s1 : c1, b2 = f ? s2 : c2;
+                double sign = f ? -1.0 : 1.0;
+                double pb = bh * dh;
+                double eb = (PROD_ERR(b1, b2, d1, d2, pb) + bh * sin_lo) + bl * dh;
+                double pa = ah * rh;
+                double ea = (PROD_ERR(a1, a2, r1, r2, pa) + ah * rl) + al * rh;
+                double s, t1, t2;
+                TWO_SUM(ah, sign * pb, s, t1);
+                TWO_SUM(s, pa, s, t2);
+                TWO_SUM(s, (((t1 + t2) + al) + sign * eb) + ea, outs[2 * f], outs[2 * f + 1]);
+            }
+            size_t at = (size_t)i * (size_t)k + (size_t)j;
+            out_sh[at] = outs[0];
+            out_sl[at] = outs[1];
+            out_ch[at] = outs[2];
+            out_cl[at] = outs[3];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 9);
+    Py_RETURN_NONE;
+fail:
+    release(b, 9);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------------------------------- module */
 static PyMethodDef methods[] = {
     {"combine32", combine32, METH_VARARGS, NULL},
     {"combine64", combine64, METH_VARARGS, NULL},
+    {"kernel", kernel, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -352,5 +460,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__core(void) {
     methods[0].ml_doc = combine32_doc;
     methods[1].ml_doc = combine64_doc;
+    methods[2].ml_doc = kernel_doc;
     return PyModule_Create(&module);
 }

@@ -53,8 +53,14 @@ Exact = Callable[[np.ndarray, np.ndarray, np.dtype], np.ndarray]  # (rows, colum
 def _kernel_rows(
     rows: np.ndarray, consts: np.ndarray, phase: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`~posenc_cli.encodings._kernel.kernel` for rows ``rows`` (1-D), in batches of ``_KERNEL_BATCH``."""
+    """:func:`~posenc_cli.encodings._kernel.kernel` for rows ``rows`` (1-D), in batches of ``_KERNEL_BATCH``; by the
+    compiled core's copy of it (the same operations), in one call, where it is built."""
     g, ph = consts[K.PIECES], (consts[K.PHASE] if phase else None)
+    core = native("_core")
+    if core is not None:
+        sh, sl, ch, cl = (np.empty((len(rows), g.shape[1])) for _ in range(4))
+        core.kernel(np.ascontiguousarray(rows, np.float64), g, ph, *K.kernel_constants(), sh, sl, ch, cl)
+        return sh, sl, ch, cl
     step = max(1, _KERNEL_BATCH // g.shape[1])
     parts = [K.kernel(rows[i : i + step, None].astype(np.float64), g, ph) for i in range(0, len(rows), step)]
     if len(parts) == 1:
