@@ -31,9 +31,10 @@
 
 /* The row loops are built twice on x86-64 with GCC or Clang: for AVX2 (four doubles a vector) and for the baseline,
  * the CPU choosing at load time. Only the vector width differs: every operation stays an IEEE double or float
- * operation (FMA is not enabled, and contraction is off in any case). */
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(POSENC_NO_CLONES)
+ * operation (FMA is not enabled, and contraction is off in any case). The choice at load time is an ifunc: glibc's
+ * loader, GCC 6 or Clang 14 and later. */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(POSENC_NO_CLONES) && \
+    (defined(__clang__) ? __clang_major__ >= 14 : defined(__GNUC__) && __GNUC__ >= 6)
 #define ROW_LOOP __attribute__((target_clones("avx2", "default")))
 #else
 #define ROW_LOOP
