@@ -5,8 +5,9 @@ them, with a warning, where not; posenc then runs its pure path (NumPy), which w
 environment variables steer what runs:
 
 - ``POSENC_CORE``: unset, empty or ``auto``: the compiled modules that are built; ``pure``: none of them (the pure
-  path, as on a machine without a compiler); ``compiled``: the compiled modules are required, and using one that is
-  not built is an error (CI sets it, so that a build silently skipped cannot pass as tested).
+  path, as on a machine without a compiler); ``compiled``: the compiled modules are required: using one that is not
+  built is an error, and ``setup.py`` fails where it would skip a failed build (CI builds so, so that a build
+  silently skipped cannot pass as tested).
 - ``POSENC_THREADS``: at most this many threads for generation and streaming (a positive integer); by default as
   many as the CPUs the process may run on (:func:`threads`).
 
