@@ -7,6 +7,7 @@ is installed; peers that are not importable (torch, positional-encodings, pyarro
     python benchmarks/bench.py --quick         # skip the 4 GiB streaming case
     python benchmarks/bench.py --markdown      # the table as markdown, for the README
     python benchmarks/bench.py --targets       # only the speed issue's five rows, each with its peer and target
+    python benchmarks/bench.py --core          # generation, pure and compiled core, against the PyTorch tutorial
 
 Each timing is the median of ``--repeat`` runs. The targets are those of the "exact and fast" issue; every line says
 whether the target was met in this run.
@@ -30,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 import posenc_cli
+from posenc_cli import _native
+from posenc_cli.errors import PosencError
 
 SEQ, D = 8192, 1024
 BIG_SEQ, BIG_D = 262144, 4096  # 4 GiB of float32
@@ -153,7 +156,7 @@ def machine() -> str:
                 break
     return (
         f"{cpu}, {os.cpu_count()} logical CPUs visible, {len(os.sched_getaffinity(0))} usable; Python "
-        f"{platform.python_version()}, numpy {np.__version__}, posenc {posenc_cli.__version__}"
+        f"{platform.python_version()}, numpy {np.__version__}, posenc {posenc_cli.__version__} ({_native.CORE} core)"
     )
 
 
@@ -170,6 +173,7 @@ def main() -> None:
     parser.add_argument("--targets", action="store_true", help="only the speed issue's five rows (#17)")
     parser.add_argument("--identify", action="store_true", help="only posenc identify and its time bombs (#18, #25)")
     parser.add_argument("--arithmetic", action="store_true", help="only exact against framework arithmetic (#27)")
+    parser.add_argument("--core", action="store_true", help="only generation, pure and compiled core (#30)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: a temp dir in .)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="posenc-bench-", dir=args.dir or Path.cwd()))
@@ -180,11 +184,14 @@ def main() -> None:
             identify_time(report, args.repeat, scratch)
         elif args.arithmetic:
             arithmetic(report, args.repeat)
+        elif args.core:
+            cores(report, args.repeat)
         else:
             targets(report, args.repeat, scratch, args.quick)
-        if not (args.targets or args.identify or args.arithmetic):
+        if not (args.targets or args.identify or args.arithmetic or args.core):
             identify_time(report, args.repeat, scratch)
             arithmetic(report, args.repeat)
+            cores(report, args.repeat)
             generation(report, args.repeat)
             text(report, args.repeat, scratch)
             startup(report, args.repeat, scratch)
@@ -295,6 +302,72 @@ def targets(report: Report, repeat: int, scratch: Path, quick: bool) -> None:
         f"{small / bare:.2f}x",
         verdict(small <= 1.25 * bare, "<= 1.25x"),
     )
+
+
+def cores(report: Report, repeat: int) -> None:
+    """The compiled core (#30): ``generate`` 8192x1024 float32 in-process with the pure core and the compiled one,
+    on every usable CPU and on one thread (``POSENC_THREADS=1``), against the PyTorch tutorial's float32 path on as
+    many threads (``torch.set_num_threads``)."""
+    tutorial = torch_tutorial()
+    torch_times: dict[int, float] = {}
+    if tutorial is not None:
+        import torch
+
+        default = torch.get_num_threads()
+        for n in (default, 1):
+            torch.set_num_threads(n)
+            torch_times[n] = median_time(tutorial, repeat)
+        torch.set_num_threads(default)
+    saved = {name: os.environ.get(name) for name in ("POSENC_CORE", "POSENC_THREADS")}
+    pure: dict[int, float] = {}
+    done = []
+    try:
+        for core in ("pure", "compiled"):
+            os.environ["POSENC_CORE"] = core
+            try:
+                _native.native("_core")
+            except PosencError:
+                report.add(f"generate {SEQ}x{D} float32, compiled core", "skipped", "", "not built here")
+                continue
+            done.append(core)
+            for limit in (None, 1):
+                if limit is None:
+                    os.environ.pop("POSENC_THREADS", None)
+                else:
+                    os.environ["POSENC_THREADS"] = str(limit)
+                n = _native.threads()
+                ours = median_time(lambda: posenc_cli.sinusoidal(SEQ, D), repeat)
+                ratios = []
+                if core == "pure":
+                    pure[n] = ours
+                else:
+                    ratios.append(f"{pure[n] / ours:.1f}x faster than pure")
+                peer = torch_times.get(n if limit else max(torch_times, default=0))
+                if peer is not None:
+                    ratios.append(f"{ours / peer:.2f}x torch")
+                report.add(
+                    f"generate {SEQ}x{D} float32, {core} core, {n} thread{'s' if n > 1 else ''}",
+                    f"{ours * 1e3:.1f} ms",
+                    ", ".join(ratios),
+                    verdict(ours <= peer, "<= 1.0x the PyTorch tutorial") if peer is not None else "",
+                )
+        os.environ.pop("POSENC_THREADS", None)
+        wide = {}
+        for core in ("pure", "compiled") if "compiled" in done else ("pure",):
+            os.environ["POSENC_CORE"] = core
+            wide[core] = median_time(lambda: posenc_cli.sinusoidal(SEQ, D, dtype="float64"), max(1, repeat // 2))
+            ratio = f"{wide['pure'] / wide[core]:.1f}x faster than pure" if core == "compiled" else ""
+            report.add(f"generate {SEQ}x{D} float64, {core} core", f"{wide[core] * 1e3:.1f} ms", ratio)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    if not torch_times:
+        report.add("  PyTorch tutorial path", "skipped", "", "torch not importable")
+    for n, t in sorted(torch_times.items(), reverse=True):
+        report.add(f"  PyTorch tutorial path (float32), {n} thread{'s' if n > 1 else ''}", f"{t * 1e3:.1f} ms")
 
 
 def arithmetic(report: Report, repeat: int) -> None:

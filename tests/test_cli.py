@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import posenc_cli
+from posenc_cli._native import CORE
 from posenc_cli.cli import cli
 
 from .conftest import require_tool
@@ -69,7 +70,7 @@ def test_no_header_drops_the_csv_header(tmp_path):
 
 def test_version_and_help():
     result = run("--version")
-    assert result.exit_code == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__}"
+    assert result.exit_code == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__} ({CORE} core)"
     top = run("--help")
     assert top.exit_code == 0 and "generate" in top.stdout and "posenc generate -n 2048" in top.stdout
     sub = run("generate", "--help")
@@ -80,7 +81,7 @@ def test_version_and_help():
 
 def test_python_dash_m_and_console_script_work(tmp_path):
     result = subprocess.run([sys.executable, "-m", "posenc_cli", "--version"], capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__}"
+    assert result.returncode == 0 and result.stdout.strip() == f"posenc {posenc_cli.__version__} ({CORE} core)"
     bad = subprocess.run(
         [sys.executable, "-m", "posenc_cli", "generate", "-n", "0", "-d", "2", "-o", str(tmp_path / "x.npy")],
         capture_output=True,

@@ -97,6 +97,19 @@ class _Posenc(PosencGroup):
         super().format_help_text(ctx, formatter)
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: ``posenc X.Y.Z (compiled core)``, or ``(pure core)`` where posenc runs without its compiled
+    modules (not built, or ``POSENC_CORE=pure``: :mod:`posenc_cli._native`); exit 0. Under ``POSENC_CORE=compiled``
+    without them, the error of :func:`~posenc_cli._native.native` (exit 1)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from .. import _native
+
+    _native.native("_core")  # raises for a bad POSENC_CORE, or a compiled core required and missing
+    click.echo(f"posenc {__version__} ({_native.CORE} core)")
+    ctx.exit(0)
+
+
 def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """``--cmake-dir``: the folder on stdout, nothing else; exit 0 (1 if the install lacks its CMake files)."""
     if not value or ctx.resilient_parsing:
@@ -116,7 +129,15 @@ def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) ->
     invoke_without_command=True,
     no_args_is_help=False,
 )
-@click.version_option(__version__, "-V", "--version", prog_name="posenc", message="%(prog)s %(version)s")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and which core runs (compiled or pure), and exit.",
+)
 @click.option(
     "--cmake-dir",
     is_flag=True,

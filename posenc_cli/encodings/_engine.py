@@ -9,6 +9,11 @@ sin a]``, ``U = [cos b, cos b]``, ``V = [sin b, -sin b]`` for sine and cosine co
 them).  The amplitude ``scale`` multiplies ``U`` and ``V``.  :mod:`~posenc_cli.encodings._combine` proves each
 entry's rounding or flags it for the exact path (:mod:`~posenc_cli.encodings._exact`).  Positions that cross zero
 are computed as two one-signed tables (:func:`_halves`), where the error bound is relative for small sines.
+
+Where posenc's compiled core is built (:mod:`posenc_cli._native`), one call of its ``combine32`` or ``combine64``
+fills a batch of rows from the offset table and the batch's block vectors (:func:`_fill_compiled`), with the same
+float64 operations in the same order as :mod:`~posenc_cli.encodings._combine` (so the same bits), without the GIL.
+Large tables are cut at block boundaries into one part per thread (:func:`~posenc_cli._native.threads`).
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from posenc_cli._native import native, threads
 from posenc_cli.dtypes import ElementType
 from posenc_cli.encodings import _kernel as K
 from posenc_cli.encodings._columns import Columns
@@ -31,11 +38,12 @@ from posenc_cli.encodings._exact import Sinusoid, decided, sinusoid_entries
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+    from types import ModuleType
 
 _CHUNK = 1 << 16  # entries per work chunk (512 KiB float64 temporaries): measured faster than L2-sized ones
 _KERNEL_BATCH = 1 << 15  # kernel evaluations per call (amortises NumPy's per-call overhead)
 _CACHED_TABLE = 1 << 19  # offset tables up to this many entries are cached (4 MiB each); larger ones: rebuilt per call
-_PARALLEL_MIN = 1 << 20  # entries from which two threads pay off
+_PART_MIN = 1 << 19  # entries per thread at least: two threads from 2**20 entries, where they pay off
 MAX_ROWS = 2**32
 
 Exact = Callable[[np.ndarray, np.ndarray, np.dtype], np.ndarray]  # (rows, columns, dtype) -> correctly rounded
@@ -45,8 +53,14 @@ Exact = Callable[[np.ndarray, np.ndarray, np.dtype], np.ndarray]  # (rows, colum
 def _kernel_rows(
     rows: np.ndarray, consts: np.ndarray, phase: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`~posenc_cli.encodings._kernel.kernel` for rows ``rows`` (1-D), in batches of ``_KERNEL_BATCH``."""
+    """:func:`~posenc_cli.encodings._kernel.kernel` for rows ``rows`` (1-D), in batches of ``_KERNEL_BATCH``; by the
+    compiled core's copy of it (the same operations), in one call, where it is built."""
     g, ph = consts[K.PIECES], (consts[K.PHASE] if phase else None)
+    core = native("_core")
+    if core is not None:
+        sh, sl, ch, cl = (np.empty((len(rows), g.shape[1])) for _ in range(4))
+        core.kernel(np.ascontiguousarray(rows, np.float64), g, ph, *K.kernel_constants(), sh, sl, ch, cl)
+        return sh, sl, ch, cl
     step = max(1, _KERNEL_BATCH // g.shape[1])
     parts = [K.kernel(rows[i : i + step, None].astype(np.float64), g, ph) for i in range(0, len(rows), step)]
     if len(parts) == 1:
@@ -202,6 +216,49 @@ def _fill_serial(
     return np.concatenate(bad_rows), np.concatenate(bad_cols)
 
 
+def _fill_compiled(
+    core: ModuleType,
+    out: np.ndarray,
+    first: int,
+    cols: Columns,
+    spec: Sinusoid,
+    size: int,
+    tab: tuple[np.ndarray, ...],
+    stats: Stats,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_fill_serial` by the compiled core: per batch, the block vectors and the bound as there, then one call
+    for all the batch's rows (zero columns included); the row of position 0 is set here, as there."""
+    n, d = out.shape
+    stop, wide = first + n, out.dtype == np.float64
+    consts = K.constants(cols.ks_bytes, spec.base, spec.denom, spec.start, spec.step, spec.mults)
+    p2 = spec.scale / (2 * math.frexp(spec.scale)[0])
+    zeros = cols.zeros.astype(np.int64)
+    batch = max(1, _KERNEL_BATCH // d) * size
+    found = []
+    lo = first
+    while lo < stop:
+        hi = min(stop, (lo // size) * size + batch)
+        q_first = lo // size
+        vec = _block_vectors(np.arange(q_first, (hi - 1) // size + 1) * size, cols, spec, consts, wide)
+        err = bound(stats, hi - 1, wide)
+        rows = out[lo - first : hi - first]
+        if wide:
+            xh, xl, _, _, yh, yl, _, _ = tab
+            uh, ul, _, _, vh, vl, _, _ = vec
+            at = core.combine64(rows, xh, xl, yh, yl, uh, ul, vh, vl, err[0], err[1], p2, zeros, lo, size, q_first)
+        else:
+            at = core.combine32(rows, tab[0], tab[1], vec[0], vec[1], err[0], zeros, lo, size, q_first)
+        if at:
+            found.append(np.frombuffer(at, np.int64) + (lo - first) * d)
+        lo = hi
+    flat = np.concatenate(found) if found else np.empty(0, np.int64)
+    zero_at = _zero_position(spec, first, stop)
+    if zero_at is not None:  # exact; the bound cannot prove the sign of sin 0 = 0
+        out[zero_at - first] = _zero_row(cols, spec, out.dtype)
+        flat = flat[flat // d != zero_at - first]
+    return (flat // d).astype(np.intp), (flat % d).astype(np.intp)
+
+
 def _halves(spec: Sinusoid, first: int, stop: int) -> list[tuple[int, int, Sinusoid, int, int]] | None:
     """Split rows whose positions cross zero (``start``, ``step`` of opposite signs) into one-signed tables.
 
@@ -226,27 +283,39 @@ def _halves(spec: Sinusoid, first: int, stop: int) -> list[tuple[int, int, Sinus
     return [(lo, hi, spec._replace(start=float(x), step=dx_), a, s) for lo, hi, x, dx_, a, s in parts]
 
 
-_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool: tuple[int, int, ThreadPoolExecutor] | None = None
 _pool_lock = threading.Lock()
 
 
-def _helper() -> ThreadPoolExecutor:
-    """The one worker thread that computes the first half of a large :func:`fill` while the caller computes the
-    second: made on first use and kept, so a table streamed in thousands of blocks starts no thread per block.
-    A forked child (whose copy has no thread behind it) makes its own."""
+def _helpers(count: int) -> ThreadPoolExecutor:
+    """Worker threads (``count`` at least) that compute parts of a large :func:`fill` while the caller computes its
+    own: made on first use, as many as :func:`~posenc_cli._native.threads` allows beside the caller, and kept, so a
+    table streamed in thousands of blocks starts no thread per block. A larger count (``POSENC_THREADS`` raised)
+    makes a new pool; the old one is not shut down, since a fill in another thread may still be handing it work (its
+    idle threads end when the last such fill lets go of it). A forked child (whose copy has no thread behind it)
+    makes its own."""
     global _pool
     with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():
+        if _pool is None or _pool[0] != os.getpid() or _pool[1] < count:
             from concurrent.futures import ThreadPoolExecutor  # here: importing the engine stays fast
 
-            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-fill"))
-        return _pool[1]
+            workers = max(count, threads() - 1)
+            _pool = (os.getpid(), workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="posenc-fill"))
+        return _pool[2]
+
+
+def _cuts(first: int, n: int, size: int, parts: int) -> list[int]:
+    """Rows ``0 = c_0 < c_1 < ... = n`` of ``out`` cutting it into at most ``parts`` parts of about equal size, each
+    cut on a block boundary (row ``first + c_i`` a multiple of ``size``)."""
+    inner = {((first + n * i // parts) // size) * size - first for i in range(1, parts)}
+    return [0, *sorted(c for c in inner if 0 < c < n), n]
 
 
 def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exact | None = None) -> None:
-    """Rows ``first .. first + len(out) - 1`` into ``out`` (float32 or float64), correctly rounded: fast path (two
-    threads when large), then ``exact(rows, columns, dtype)`` (default: :func:`~._exact.sinusoid_entries`) for the
-    entries left undecided."""
+    """Rows ``first .. first + len(out) - 1`` into ``out`` (float32 or float64), correctly rounded: fast path (the
+    compiled core where built; one thread per :data:`_PART_MIN` entries, up to :func:`~posenc_cli._native.threads`),
+    then ``exact(rows, columns, dtype)`` (default: :func:`~._exact.sinusoid_entries`) for the entries left
+    undecided."""
     n, d = out.shape
     if n == 0:
         return
@@ -272,14 +341,19 @@ def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exac
     stats = Stats(cols, consts, spec)
     size = min(_block_rows(n, d), max(n, 1))  # offsets beyond the rows asked for may leave the angle domain
     tab = _offset_table(cols, spec, size, out.dtype == np.float64)  # once, before any thread
-    mid = ((first + n // 2) // size) * size - first  # a block boundary near the middle
-    if out.size >= _PARALLEL_MIN and (os.cpu_count() or 1) > 1 and 0 < mid < n:
-        job = _helper().submit(_fill_serial, out[:mid], first, cols, spec, size, tab, stats)
-        r2, c2 = _fill_serial(out[mid:], first + mid, cols, spec, size, tab, stats)
-        r1, c1 = job.result()
-        rows, cs = np.concatenate([r1, r2 + mid]), np.concatenate([c1, c2])
+    core = native("_core")
+    serial: Callable[..., tuple[np.ndarray, np.ndarray]] = (
+        _fill_serial if core is None else partial(_fill_compiled, core)
+    )
+    cuts = _cuts(first, n, size, min(threads(), out.size // _PART_MIN))
+    if len(cuts) > 2:
+        pool = _helpers(len(cuts) - 2)
+        jobs = [pool.submit(serial, out[a:b], first + a, cols, spec, size, tab, stats) for a, b in pairwise(cuts[1:])]
+        done = [serial(out[: cuts[1]], first, cols, spec, size, tab, stats)] + [job.result() for job in jobs]
+        rows = np.concatenate([r + a for (r, _), a in zip(done, cuts, strict=False)])
+        cs = np.concatenate([c for _, c in done])
     else:
-        rows, cs = _fill_serial(out, first, cols, spec, size, tab, stats)
+        rows, cs = serial(out, first, cols, spec, size, tab, stats)
     if rows.size:
         if exact is None:
             out[rows, cs] = sinusoid_entries(rows + first, cols.k[cs], cols.kind[cs] == Columns.COS, spec, out.dtype)

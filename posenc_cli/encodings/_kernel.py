@@ -166,6 +166,14 @@ def _table() -> np.ndarray:
     return np.vstack([t, *split(t[0]), *split(t[2])])
 
 
+def kernel_constants() -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`kernel` reads besides its arguments, for the compiled core's copy of it (``posenc_cli._core``):
+    the turn table and its Veltkamp halves (``(8, M)``), and the 11 floats ``2 pi / M`` (double-double), the Veltkamp
+    halves of its high part, then the Taylor coefficients :data:`_S` and :data:`_T`."""
+    floats = (*_TWO_PI_M, _TWO_PI_M_1, _TWO_PI_M_2, *_S, *_T)
+    return _table(), np.array(floats, np.float64)
+
+
 # --------------------------------------------------------------------------------------------------- the kernel
 def kernel(
     rows: np.ndarray, g: np.ndarray, phase: np.ndarray | None
