@@ -345,6 +345,15 @@ def test_non_finite_values_are_refused(bad, dtype):
         core.join(block, [b",", b"\n"], b"", lo, hi)
 
 
+def test_a_non_finite_value_in_a_worker_threads_chunk_is_refused(monkeypatch):
+    monkeypatch.setattr(floats, "_CHUNK", 1000)
+    monkeypatch.setattr(floats, "_WORKERS", 2)
+    block = np.ones((400, 100), np.float32)
+    block[-1, -1] = np.nan
+    with pytest.raises(FormatError, match="NaN or infinite"):
+        join_rows(block, seps=[b","] * 100)
+
+
 def test_the_core_refuses_what_it_cannot_format():
     lo, hi = positional_range32()
     ok = np.zeros((2, 3), np.float32)

@@ -50,7 +50,7 @@ The compiled core
 -----------------
 Where posenc was built with its optional C extension ``posenc_cli._ctext`` (``posenc_cli/_core/text.c``), both
 dtypes take it instead: one call formats a chunk of whole rows into the final bytes, separators included, with the
-GIL released (chunks on the same worker threads), about 20 to 40 nanoseconds a value for float32 and float64 alike.
+GIL released (chunks on the same worker threads), a few tens of nanoseconds a value for float32 and float64 alike.
 Its digits are exact by construction (a 64- or 128-bit product with a table entry, decided exactly with big
 integers in the rare case the product's error could matter), and its bytes are those of the pure path above, which
 stays the reference. ``POSENC_CORE=pure`` keeps the pure path; ``POSENC_CORE=compiled`` makes a missing extension
@@ -166,14 +166,19 @@ def _join_each(block: np.ndarray, tails: list[bytes], head: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _check(block: np.ndarray) -> None:
+_NOT_FINITE = "text formats cannot hold NaN or infinite values"
+
+
+def _check(block: np.ndarray, finite: bool = True) -> None:
+    """Refuse what the text formats cannot hold; ``finite=False`` leaves NaN and infinities to the compiled core,
+    which refuses them itself."""
     if not isinstance(block, np.ndarray) or block.dtype not in TEXT_DTYPES:
         dtype = getattr(block, "dtype", type(block).__name__)
         raise FormatError(f"text formats hold float32 or float64 values, got {dtype}")
     if block.ndim != 2:
         raise FormatError(f"text formats write 2-D blocks of values, got shape {block.shape}")
-    if block.size and not np.isfinite(block).all():
-        raise FormatError("text formats cannot hold NaN or infinite values")
+    if finite and block.size and not np.isfinite(block).all():
+        raise FormatError(_NOT_FINITE)
 
 
 def join_rows(block: np.ndarray, *, seps: Sequence[bytes], suffix: bytes = b"", row_start: bytes = b"") -> bytes:
@@ -207,7 +212,7 @@ def join_rows(block: np.ndarray, *, seps: Sequence[bytes], suffix: bytes = b"", 
 
     Notes
     -----
-    With the compiled core (see the module docstring) both dtypes take some 20 to 40 nanoseconds a value, spread
+    With the compiled core (see the module docstring) both dtypes take a few tens of nanoseconds a value, spread
     over worker threads for large blocks. On the pure path float32 blocks are formatted with vectorised NumPy code,
     a few tens of nanoseconds per value, spread over worker threads for large blocks (blocks of up to 100 values go
     one value at a time, as do blocks with separators of more than 16 bytes). float64 blocks go through ``repr``
@@ -231,16 +236,21 @@ def join_rows(block: np.ndarray, *, seps: Sequence[bytes], suffix: bytes = b"", 
     >>> join_rows(np.array([[0.1, 1e16]]), seps=[b" ", b"\\n"])
     b'0.1 1e+16\\n'
     """
-    _check(block)
+    core = _compiled()
+    _check(block, finite=core is None)
     rows, cols = int(block.shape[0]), int(block.shape[1])
     if len(seps) != cols:
         raise ValueError(f"need one separator per column: {cols} columns, {len(seps)} separators")
     if rows == 0 or cols == 0:
         return bytes(row_start) * rows
     tails = [bytes(suffix) + bytes(sep) for sep in seps]
-    core = _compiled()
     if core is not None:
-        return _join_compiled(core, block, tails, bytes(row_start))
+        try:
+            return _join_compiled(core, block, tails, bytes(row_start))
+        except ValueError as exc:
+            if str(exc) != _NOT_FINITE:
+                raise
+            raise FormatError(_NOT_FINITE) from None
     # Every record is a value and its tail; row_start goes after the last tail of each row, and once in front.
     tails[-1] += row_start
     if block.dtype == np.float32 and block.size > _FEW and max(map(len, tails)) <= 16 and fits16(block):
