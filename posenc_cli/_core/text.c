@@ -415,17 +415,16 @@ INLINE uint64_t scaled(uint64_t x, int ep, int E, int *exact, state *st, int nar
         }
     }
     if (over) st->failed = 1;
-    if (undecided) {
-        st->undecided++;
-        uint64_t g;
-        if (exact_floor(x, ep, E, f, &g)) st->failed = 1;
-        return g;
-    }
 verify:
-    if (st->verify) {
+    if (undecided || st->verify) { /* the exact floor; in verify mode it replaces every fast one, counted if other */
         uint64_t g;
-        if (exact_floor(x, ep, E, f, &g)) st->failed = 1;
-        else if (g != f) st->wrong++;
+        st->undecided += undecided;
+        if (exact_floor(x, ep, E, f, &g)) {
+            st->failed = 1;
+            return f;
+        }
+        st->wrong += !undecided && g != f;
+        return g;
     }
     return f;
 }
@@ -926,7 +925,8 @@ static PyMethodDef methods[] = {
      "join(block, tails, head, lo32, hi32, verify=False) -> bytes\n\n"
      "For each row of the C-contiguous 2-D float32/float64 block: head, then each value's shortest round-trip text\n"
      "followed by tails[column]. float32 values are positional when zero or lo32 <= |v| < hi32 (float32 values),\n"
-     "float64 values as Python's repr. verify=True decides every scaled floor exactly too (slow; for tests).\n"
+     "float64 values as Python's repr. verify=True takes every scaled floor from exact big-integer arithmetic\n"
+     "instead (slow; for tests) and fails if a fast one differed.\n"
      "ValueError for a NaN or an infinity."},
     {"check", (PyCFunction)(void (*)(void))py_check, METH_VARARGS | METH_KEYWORDS,
      "check(block, tails, head, lo32, hi32, verify=True) -> (undecided, wrong)\n\n"
