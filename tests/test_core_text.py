@@ -187,6 +187,16 @@ def test_random_float64_bit_patterns_match_repr():
     assert_matches(random_bits(np.float64, 1_000_000, seed=2))
 
 
+@pytest.mark.slow
+def test_many_random_float64_bit_patterns_match_repr_and_exact_floors():
+    """1e7 random bit patterns against repr, and 1e6 more with every scaled floor checked exactly (a minute)."""
+    for seed in range(200, 210):
+        assert_matches(random_bits(np.float64, 1_000_000, seed=seed))
+    block = random_bits(np.float64, 1_000_000, seed=210).reshape(1, -1)
+    lo, hi = positional_range32()
+    assert core.check(block, [b","] * block.shape[1], b"", lo, hi)[1] == 0
+
+
 def test_float64_powers_of_two_and_neighbours_match_repr():
     assert_matches(powers_of_two_and_neighbours(np.float64))
 

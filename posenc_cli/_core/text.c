@@ -357,7 +357,7 @@ INLINE uint64_t shr_128(uint64_t hi, uint64_t lo, int sh, int *over) {
 
 /* floor(X * 2**ep / 10**E), and whether the quotient is an integer. narrow (float32, X < 2**27): one 64 x 64-bit
    product with the top 64 bits of the table entry, whose error is also below X units of the product's last bit. */
-INLINE uint64_t scaled(uint64_t x, int ep, int E, int *exact, state *st, int narrow) {
+INLINE uint64_t scaled(uint64_t x, int tz, int ep, int E, int *exact, state *st, int verify, int narrow) {
     uint64_t f;
     int undecided = 0, over = 0;
     if (E >= 1) { /* X * 2**(ep - E) / 5**E, ep - E >= 0 */
@@ -390,7 +390,7 @@ INLINE uint64_t scaled(uint64_t x, int ep, int E, int *exact, state *st, int nar
             f = x * POW5[i] << -s;
             goto verify;
         }
-        if (s < 64 && (x & (((uint64_t)1 << s) - 1)) == 0 && i < 28) {
+        if (s <= tz && i < 28) { /* 2**s divides X (tz: its trailing zero bits) */
             *exact = 1;
             f = (x >> s) * POW5[i];
             goto verify;
@@ -416,7 +416,7 @@ INLINE uint64_t scaled(uint64_t x, int ep, int E, int *exact, state *st, int nar
     }
     if (over) st->failed = 1;
 verify:
-    if (undecided || st->verify) { /* the exact floor; in verify mode it replaces every fast one, counted if other */
+    if (undecided || verify) { /* the exact floor; in verify mode it replaces every fast one, counted if other */
         uint64_t g;
         st->undecided += undecided;
         if (exact_floor(x, ep, E, f, &g)) {
@@ -436,12 +436,24 @@ INLINE uint64_t shortest(uint64_t m, int e, int lopsided, int *exp10, state *st,
     int accept = (m & 1) == 0;
     int E = floor_log10_pow2(ep) - 1;
     int xa, xb, xc;
-    uint64_t a = scaled(mm, ep, E, &xa, st, narrow);
-    uint64_t b = scaled(mp, ep, E, &xb, st, narrow);
-    uint64_t c = scaled(mv, ep, E, &xc, st, narrow);
+    int verify = st->verify;
+#if defined(__GNUC__) || defined(__clang__)
+    int tz = __builtin_ctzll(m);
+#else
+    int tz = 0;
+    while (!((m >> tz) & 1)) tz++;
+#endif
+    uint64_t a = scaled(mm, lopsided ? 0 : 1, ep, E, &xa, st, verify, narrow);
+    uint64_t b = scaled(mp, 1, ep, E, &xb, st, verify, narrow);
+    uint64_t c = scaled(mv, 2 + tz, ep, E, &xc, st, verify, narrow);
     uint64_t lo = a + !(xa && accept), hi = b - (xb && !accept);
-    unsigned last = 0, rest = 0;
-    int k = 0;
+    /* level 1 always has a point: the interval spans 30 lattice steps */
+    unsigned last = (unsigned)(c % 10), rest = 0;
+    int k = 1;
+    if ((lo + 9) / 10 > hi / 10) st->failed = 1;
+    lo = (lo + 9) / 10;
+    hi /= 10;
+    c /= 10;
     for (;;) {
         uint64_t lo1 = lo / 10 + (lo % 10 != 0), hi1 = hi / 10;
         if (lo1 > hi1) break;
@@ -452,7 +464,6 @@ INLINE uint64_t shortest(uint64_t m, int e, int lopsided, int *exp10, state *st,
         hi = hi1;
         k++;
     }
-    if (k == 0) st->failed = 1; /* cannot happen: the interval spans 30 lattice steps */
     int up = last > 5 || (last == 5 && (rest || !xc || (c & 1)));
     uint64_t n = c + (uint64_t)up;
     if (n < lo) n = lo;
