@@ -195,6 +195,7 @@ def test_subnormals():
 
 @pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.0.0", reason="counts numpy 2's float formatting calls")
 def test_slow_path_is_rare_in_positional_tables(monkeypatch):
+    monkeypatch.setenv("POSENC_CORE", "pure")  # counts the pure path's Dragon4 calls
     calls = []
     original = _digits._dragon4_digits
 

@@ -11,5 +11,6 @@
 The fast float32 path is three steps, each a private module of this package: the digits
 (:mod:`~posenc_cli.formats.text._digits`), the text in 16-byte records (:mod:`~posenc_cli.formats.text._records`),
 and the bytes (:mod:`~posenc_cli.formats.text._emit`), on the working memory and threads of
-:mod:`~posenc_cli.formats.text._work`.
+:mod:`~posenc_cli.formats.text._work`. Where posenc was built with its optional C extension ``posenc_cli._ctext``,
+float32 and float64 blocks go through it instead, to the same bytes (the floats module's docstring says how).
 """

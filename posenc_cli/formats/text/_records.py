@@ -42,6 +42,13 @@ _POSITIONAL_MIN32 = _float32_at_least(1e-4)
 _POSITIONAL_MAX32 = _float32_at_least(_float32_positional_max())
 
 
+def positional_range32() -> tuple[float, float]:
+    """The float32 magnitudes ``(lo, hi)`` between which (``lo <= |v| < hi``) non-zero float32 values are written
+    positional: the smallest float32 values not below 1e-4 and not below ``P`` (1e6 or 1e16, as the installed NumPy
+    switches), as Python floats."""
+    return float(_POSITIONAL_MIN32), float(_POSITIONAL_MAX32)
+
+
 def spell32(value: np.floating) -> str:
     """One float32 value's text, by NumPy's Dragon4 with ``str``'s default options spelled out (the slow path)."""
     value = np.float32(value)

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..._native import threads
+
 _local = threading.local()
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -21,11 +23,8 @@ _spare_outputs: list[np.ndarray] = []
 
 
 def cpus() -> int:
-    """The CPUs this process may run on (all of the machine's where the system cannot tell)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
+    """The CPUs this process may run on, at most ``POSENC_THREADS`` (:func:`posenc_cli._native.threads`)."""
+    return threads()
 
 
 def executor(workers: int) -> ThreadPoolExecutor:
