@@ -12,6 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort  # the test extra declares it: never skipped
 import pytest
 from click.testing import CliRunner
 
@@ -21,7 +22,6 @@ from posenc_cli.errors import SpecError
 from posenc_cli.identification import identify_array
 
 onnx = pytest.importorskip("onnx")
-import onnxruntime as ort  # noqa: E402  (the test extra declares it: never skipped)
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
 GOLDENS = Path(__file__).parent / "goldens" / "runtimes" / "onnxruntime_genai"
