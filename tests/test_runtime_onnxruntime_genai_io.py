@@ -212,86 +212,20 @@ def test_identify_reads_nothing_into_hostile_arrays(garbage):
 
 
 # -------------------------------------------------------------------------------------------------- refused
+#: A YaRN cache the builder makes (every field it needs given); each refusal below changes one thing.
+_YARN = dict(
+    seq_len=16384, head_dim=64, scaling="yarn", factor=4.0, original_max_positions=4096, beta_fast=32.0, beta_slow=1.0
+)
 REFUSED = [
     (dict(seq_len=4096, head_dim=64, scaling="dynamic", factor=2.0, max_positions=2048), "scaling"),
     (dict(seq_len=4096, head_dim=64, scaling="proportional", rotary_dim=32), "scaling"),
     (dict(seq_len=16384, head_dim=64, scaling="yarn", factor=4.0, original_max_positions=4096), "beta_fast"),
-    (
-        dict(
-            seq_len=16384,
-            head_dim=64,
-            scaling="yarn",
-            original_max_positions=4096,
-            beta_fast=32.0,
-            beta_slow=1.0,
-            max_positions=16384,
-        ),
-        "factor",
-    ),  # fmt: skip
-    (
-        dict(
-            seq_len=16384,
-            head_dim=64,
-            scaling="yarn",
-            factor=4.0,
-            original_max_positions=4096,
-            beta_fast=32.0,
-            beta_slow=1.0,
-            attention_factor=1.2,
-        ),
-        "attention_factor",
-    ),  # fmt: skip
-    (
-        dict(
-            seq_len=16384,
-            head_dim=64,
-            scaling="yarn",
-            factor=4.0,
-            original_max_positions=4096,
-            beta_fast=32.0,
-            beta_slow=1.0,
-            truncate=True,
-        ),
-        "truncate",
-    ),  # fmt: skip
-    (
-        dict(
-            seq_len=16384,
-            head_dim=64,
-            rotary_dim=32,
-            scaling="yarn",
-            factor=4.0,
-            original_max_positions=4096,
-            beta_fast=32.0,
-            beta_slow=1.0,
-        ),
-        "rotary_dim",
-    ),  # fmt: skip
-    (
-        dict(
-            seq_len=16384,
-            head_dim=64,
-            scaling="yarn",
-            factor=4.0,
-            original_max_positions=4096,
-            beta_fast=1000.0,
-            beta_slow=1.0,
-        ),
-        "beta_fast",
-    ),  # fmt: skip
-    (
-        dict(
-            seq_len=16384,
-            head_dim=64,
-            scaling="yarn",
-            factor=4.0,
-            original_max_positions=4096,
-            beta_fast=32.0,
-            beta_slow=1.0,
-            attention_scaling=False,
-        ),
-        "attention_scaling",
-    ),  # fmt: skip
+    ({**{k: v for k, v in _YARN.items() if k != "factor"}, "max_positions": 16384}, "factor"),
+    ({**_YARN, "attention_factor": 1.2}, "attention_factor"),
+    ({**_YARN, "truncate": True}, "truncate"),
+    ({**_YARN, "rotary_dim": 32}, "rotary_dim"),
+    ({**_YARN, "beta_fast": 1000.0}, "beta_fast"),
+    ({**_YARN, "attention_scaling": False}, "attention_scaling"),
     (dict(config=CONFIGS / "phi-3-mini-128k", factor=32.0), "factor"),
     (dict(config=CONFIGS / "phi-3-mini-128k", seq_len=4096, max_positions=4096), "seq_len"),
     (dict(config=CONFIGS / "phi-3-mini-128k", seq_len=8192), "seq_len"),
