@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from posenc_cli import api
-from posenc_cli.identification import WORK_PER_ENTRY, _rt_vllm, _search, identify, identify_array
-from posenc_cli.table import RowSource
+from posenc_cli.identification import WORK_PER_ENTRY, _rt_vllm, identify, identify_array
+
+from .test_identify_hostile import counted  # noqa: F401  (the fixture that counts the search's work)
 
 HERE = Path(__file__).parent / "goldens" / "runtimes" / "vllm"
 CASES = json.loads((HERE / "manifest.json").read_text())["cases"]
@@ -113,39 +114,6 @@ def test_a_cache_file_is_identified_from_the_command_line(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ hostile
-class Counted:
-    def __init__(self) -> None:
-        self.made = 0
-        self.compared = 0
-
-
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> Counted:
-    count = Counted()
-    make, compare = _search._make, _search.compare
-
-    def counting_make(hypothesis, dtype, lazy):  # type: ignore[no-untyped-def]
-        out = make(hypothesis, dtype, lazy)
-        if isinstance(out, RowSource):
-
-            def rows(lo: int, hi: int) -> np.ndarray:
-                block = out[lo:hi]
-                count.made += block.size
-                return block
-
-            return RowSource(out.shape, out.dtype, rows)
-        count.made += np.asarray(out).size
-        return out
-
-    def counting_compare(stored, exact, **options):  # type: ignore[no-untyped-def]
-        count.compared += stored.size
-        return compare(stored, exact, **options)
-
-    monkeypatch.setattr(_search, "_make", counting_make)
-    monkeypatch.setattr(_search, "compare", counting_compare)
-    return count
-
-
 def _looks_like_one(n: int, d: int, seed: int = 0) -> np.ndarray:
     """Row 0 of a vLLM cache (ones, then zeros), random rows after it."""
     table = np.random.default_rng(seed).uniform(-1, 1, (n, d)).astype(np.float32)
@@ -175,7 +143,7 @@ def _long_short_garbage(n: int, d: int) -> np.ndarray:
         pytest.param(_long_short_garbage(3000, 64), id="two-position-0-rows-and-noise"),
     ],
 )
-def test_a_table_dressed_as_a_cache_costs_a_small_multiple_of_itself(table, counted):
+def test_a_table_dressed_as_a_cache_costs_a_small_multiple_of_itself(table, counted):  # noqa: F811
     result = identify_array(table)
     assert result.match is None or "--runtime vllm" not in result.match.command
     assert counted.made + counted.compared <= 8 * table.size < WORK_PER_ENTRY * table.size
