@@ -287,7 +287,7 @@ _pool: tuple[int, int, ThreadPoolExecutor] | None = None
 _pool_lock = threading.Lock()
 
 
-def _helpers(count: int) -> ThreadPoolExecutor:
+def helpers(count: int) -> ThreadPoolExecutor:
     """Worker threads (``count`` at least) that compute parts of a large :func:`fill` while the caller computes its
     own: made on first use, as many as :func:`~posenc_cli._native.threads` allows beside the caller, and kept, so a
     table streamed in thousands of blocks starts no thread per block. A larger count (``POSENC_THREADS`` raised)
@@ -347,7 +347,7 @@ def fill(out: np.ndarray, first: int, cols: Columns, spec: Sinusoid, exact: Exac
     )
     cuts = _cuts(first, n, size, min(threads(), out.size // _PART_MIN))
     if len(cuts) > 2:
-        pool = _helpers(len(cuts) - 2)
+        pool = helpers(len(cuts) - 2)
         jobs = [pool.submit(serial, out[a:b], first + a, cols, spec, size, tab, stats) for a, b in pairwise(cuts[1:])]
         done = [serial(out[: cuts[1]], first, cols, spec, size, tab, stats)] + [job.result() for job in jobs]
         rows = np.concatenate([r + a for (r, _), a in zip(done, cuts, strict=False)])

@@ -11,7 +11,10 @@ results:
 
 - a float64 approximation from numpy, trusted to ``2**-40`` relative (numpy's and every libm's float64 ``pow``,
   ``exp``, ``cos``, ``sin`` are within a few float64 ulps, ``2**-50``), rounded where that bound proves the
-  rounding (:func:`posenc_cli.encodings._exact.round_checked`);
+  rounding (:func:`posenc_cli.encodings._exact.round_checked`); for ``cos`` and ``sin``, where the compiled core
+  is built, the C library's float64 ``cos`` and ``sin`` (``sincos`` on glibc, both from one pass) trusted to
+  ``2**-46`` (glibc's, musl's, macOS's and the MSVC runtime's are within an ulp, ``2**-52``), several threads on
+  large arrays: each value the same, since each decided value is the correctly rounded one;
 - the rest (about one entry in 65536) from :mod:`decimal` enclosures whose working precision doubles until both
   ends round alike (Ziv's strategy). For ``cos`` and ``sin`` of a nonzero float32 (a nonzero rational) the value is
   transcendental and the loop ends; ``pow`` and ``exp`` of exactly representable results are decided at once, as
@@ -34,14 +37,18 @@ import decimal
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
+from itertools import pairwise
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
 
+from .._native import native, threads
 from ..dtypes import nearest_bits
+from ._engine import helpers
 from ._exact import enclosure, round_checked
 
-__all__ = ["cos", "exp", "f32", "log", "log1p", "pow_", "sin"]
+__all__ = ["cos", "cos_sin_columns", "exp", "f32", "log", "log1p", "pow_", "sin", "trig_columns"]
 
 #: The relative error trusted of numpy's float64 elementary functions (they are within ``2**-50``).
 TRUSTED = 2.0**-40
@@ -60,31 +67,123 @@ def _decided(
     """The float32 results of ``approx`` (float64, relative error within :data:`TRUSTED`), the undecided entries
     from ``exact(i, digits)``: an enclosure ``lo <= v <= hi`` of entry ``i``'s exact value at about ``digits``."""
     out, undecided = round_checked(approx, np.abs(approx) * TRUSTED + 2.0**-1000, np.float32)
-    out = np.asarray(out, np.float32).reshape(-1)
-    for i in np.flatnonzero(undecided.reshape(-1)).tolist():
+    rounded = np.asarray(out, np.float32).reshape(-1)
+    at = np.flatnonzero(undecided.reshape(-1))
+    rounded[at] = _exact_values(at, exact)
+    return rounded.reshape(shape)
+
+
+def _exact_values(undecided: np.ndarray, exact: Callable[[int, int], tuple[Fraction, Fraction]]) -> np.ndarray:
+    """The float32 values at the flat indices ``undecided``, each rounded from ``exact(i, digits)`` (Ziv's loop)."""
+    out = np.empty(undecided.size, np.float32)
+    for at, i in enumerate(undecided.tolist()):
         digits = 40
         while True:
             lo, hi = exact(i, digits)
             bits = nearest_bits(lo, np.float32)
             if bits == nearest_bits(hi, np.float32):
-                out[i] = np.array(bits, np.uint32).view(np.float32)
+                out[at] = np.array(bits, np.uint32).view(np.float32)
                 break
             digits *= 2
             if digits > _MAX_DIGITS:  # a representable or midpoint value: ``lo == hi`` would have decided it
                 raise ArithmeticError(f"could not round entry {i} to float32")
-    return out.reshape(shape)
+    return out
 
 
 def _trig(angles: npt.ArrayLike, want_cos: bool) -> np.ndarray:
     a = np.asarray(angles, np.float32)
+    grid = a.reshape(-1, a.shape[-1] if a.ndim else 1)
+    return trig_columns(grid, np.arange(grid.shape[1]), want_cos).reshape(a.shape)
+
+
+def trig_columns(angles: np.ndarray, cols: npt.ArrayLike, want_cos: bool) -> np.ndarray:
+    """``cos`` (``want_cos``) or ``sin`` of the float32 ``angles`` (``n x k``) correctly rounded, at the columns
+    ``cols`` (indices below ``k``): ``cos(angles)[:, cols]``, each angle's value computed once however many columns
+    take it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> trig_columns(np.float32([[0.0, 1.0]]), [1, 0, 1], True).tolist()
+    [[0.5403022766113281, 1.0, 0.5403022766113281]]
+    """
+    return _columns(angles, cols, (want_cos,))[0]
+
+
+def cos_sin_columns(angles: np.ndarray, cols: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``trig_columns(angles, cols, True)`` and ``trig_columns(angles, cols, False)``, in one pass over ``angles``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [part.tolist() for part in cos_sin_columns(np.float32([[1.0]]), [0, 0])]
+    [[[0.5403022766113281, 0.5403022766113281]], [[0.8414709568023682, 0.8414709568023682]]]
+    """
+    cos_, sin_ = _columns(angles, cols, (True, False))
+    return cos_, sin_
+
+
+def _columns(angles: np.ndarray, cols: npt.ArrayLike, wants: tuple[bool, ...]) -> list[np.ndarray]:
+    a = np.ascontiguousarray(angles, np.float32)
+    take = np.asarray(cols, np.int64).reshape(-1)
+    n, k = a.shape
     flat = a.reshape(-1)
-    approx = (np.cos if want_cos else np.sin)(a.astype(np.float64))
 
-    def exact(i: int, digits: int) -> tuple[Fraction, Fraction]:
-        # k = 0: the frequency is base**0 = 1, so the enclosure is of trig(position) itself
-        return enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
+    def exact_of(want_cos: bool) -> Callable[[int, int], tuple[Fraction, Fraction]]:
+        def exact(i: int, digits: int) -> tuple[Fraction, Fraction]:
+            # k = 0: the frequency is base**0 = 1, so the enclosure is of trig(position) itself
+            return enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
 
-    return _decided(approx, exact, a.shape)
+        return exact
+
+    core = native("_core")
+    if core is None or not a.size or not take.size or not np.isfinite(flat).all():
+        return [
+            np.take(_decided((np.cos if want else np.sin)(a.astype(np.float64)), exact_of(want), a.shape), take, axis=1)
+            for want in wants
+        ]
+    outs = _trig_compiled(core, a, take, wants)
+    for (out, undecided), want in zip(outs, wants, strict=True):
+        if undecided.size:
+            settled = _exact_values(undecided, exact_of(want))
+            rows, columns = np.divmod(undecided, k)
+            for row, column, value in zip(rows.tolist(), columns.tolist(), settled.tolist(), strict=True):
+                out[row, take == column] = value
+    return [out for out, _ in outs]
+
+
+#: Angles per thread below which the compiled ``cos``/``sin`` runs on the caller's thread alone.
+_PART_MIN = 1 << 16
+
+
+def _trig_compiled(
+    core: ModuleType, a: np.ndarray, take: np.ndarray, wants: tuple[bool, ...]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The compiled core's ``trig32`` of ``a`` (``n x k`` finite float32) at columns ``take``, for each of ``wants``
+    (True: cos, False: sin), cut by rows into one part per thread (:func:`~posenc_cli._native.threads`): per part
+    wanted, the rounded values and the flat indices of ``a`` the bound leaves undecided."""
+    n, k = a.shape
+    outs = {want: np.empty((n, take.size), np.float32) for want in wants}
+    parts = max(1, min(threads(), n, a.size // _PART_MIN))
+    cuts = [n * i // parts for i in range(parts + 1)]
+
+    def run(lo: int, hi: int) -> tuple[bytes | None, bytes | None]:
+        out_cos, out_sin = (outs[want][lo:hi] if want in outs else None for want in (True, False))
+        found: tuple[bytes | None, bytes | None] = core.trig32(a[lo:hi], out_cos, out_sin, k, take)
+        return found
+
+    if parts == 1:
+        found = [run(0, n)]
+    else:
+        pool = helpers(parts - 1)
+        jobs = [pool.submit(run, lo, hi) for lo, hi in pairwise(cuts[1:])]
+        found = [run(0, cuts[1])] + [job.result() for job in jobs]
+    result = []
+    for want in wants:
+        index = 0 if want else 1
+        chunks = [np.frombuffer(f[index] or b"", np.int64) + lo * k for f, lo in zip(found, cuts, strict=False)]
+        result.append((outs[want], np.concatenate(chunks)))
+    return result
 
 
 def cos(angles: npt.ArrayLike) -> np.ndarray:

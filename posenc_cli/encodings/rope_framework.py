@@ -53,7 +53,7 @@ from . import ggml_rope
 from .float32 import f32
 from .rope import RopeSpec, frequencies
 
-__all__ = ["angles", "cache_rows", "check_ggml", "ggml_cache_rows", "ggml_inv_freq", "inv_freq"]
+__all__ = ["angles", "cache_pair", "cache_rows", "check_ggml", "ggml_cache_rows", "ggml_inv_freq", "inv_freq"]
 
 
 def _exponents(dim: int, count: int | None = None) -> np.ndarray:
@@ -134,7 +134,7 @@ def angles(spec: RopeSpec, positions: np.ndarray, inv: np.ndarray | None = None)
     """``fl32(fl32(p) * inv_freq[k])``, shape ``(len(positions), head_dim / 2)``: forward's ``freqs``."""
     inv = inv_freq(spec) if inv is None else inv
     p = np.asarray(positions).astype(np.float32)
-    out: np.ndarray = (p[:, None] * inv[None, :]).astype(np.float32)
+    out: np.ndarray = (p[:, None] * inv[None, :]).astype(np.float32, copy=False)
     return out
 
 
@@ -144,10 +144,20 @@ def cache_rows(
     """The float32 ``cos`` or ``sin`` cache at rows ``first_row .. stop_row - 1`` (or at ``positions``), columns in
     the layout's order (:func:`~posenc_cli.encodings.rope.frequencies`), the attention scaling folded in when the
     spec folds it."""
-    at = np.arange(first_row, stop_row, dtype=np.int64) if positions is None else positions
-    theta = angles(spec, at)
-    values = (f32ops.cos if part == "cos" else f32ops.sin)(theta)[:, frequencies(spec)]
-    if spec.fold_scaling:
+    theta = angles(spec, np.arange(first_row, stop_row, dtype=np.int64) if positions is None else positions)
+    return _scaled(spec, f32ops.trig_columns(theta, frequencies(spec), part == "cos"))
+
+
+def cache_pair(spec: RopeSpec, first_row: int, stop_row: int) -> tuple[np.ndarray, np.ndarray]:
+    """``cache_rows(spec, "cos", ...)`` and ``cache_rows(spec, "sin", ...)`` at once: the angles made once, and
+    both values of each from one pass (:func:`~posenc_cli.encodings.float32.cos_sin_columns`)."""
+    theta = angles(spec, np.arange(first_row, stop_row, dtype=np.int64))
+    cos, sin = f32ops.cos_sin_columns(theta, frequencies(spec))
+    return _scaled(spec, cos), _scaled(spec, sin)
+
+
+def _scaled(spec: RopeSpec, values: np.ndarray) -> np.ndarray:
+    if spec.fold_scaling and f32(spec.attention_scaling) != 1:  # x * 1 is x, bit for bit (NaN, -0.0 included)
         values = (values * f32(spec.attention_scaling)).astype(np.float32)
     return values
 

@@ -152,6 +152,11 @@ def _arrays(
     values = _Values(element, arithmetic)
     arrays: dict[str, Array] = {}
     for suffix, each in caches.items():
+        if ids is None and not lazy and arithmetic == "framework":  # both caches from one pass (sincos)
+            pair = rope_framework.cache_pair(each, 0, shape[0])
+            arrays["cos" + suffix], arrays["sin" + suffix] = (_in_type(part, element) for part in pair)
+            arrays["inv_freq" + suffix] = values.inv_freq(each)
+            continue
         for part in ("cos", "sin"):
             if ids is None:
                 source = RowSource(shape, element.storage, values.rows_of(each, part))
@@ -172,7 +177,9 @@ def _arrays(
 
 def _in_type(values: np.ndarray, element: ElementType) -> np.ndarray:
     """Float32 ``values`` (a framework's) in ``element``'s type: each rounded once, as ``.to(dtype)`` does (an
-    entry the float64 shortcut cannot decide, from its exact value)."""
+    entry the float64 shortcut cannot decide, from its exact value); float32 as it is."""
+    if element.name == "float32":
+        return np.ascontiguousarray(values, np.float32)
     y = np.asarray(values, np.float64)
     out, undecided = element.convert(y)
     for at in np.argwhere(undecided):
