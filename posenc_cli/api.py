@@ -23,8 +23,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +48,7 @@ from .formats import (
 )
 from .formats.limits import check_param
 from .formats.options import check_name, name_from_path
-from .kinds import KINDS
+from .kinds import REGISTRY, by_command, by_table
 from .read import PathLike, load
 from .system import atomic as _atomic
 from .system.files import open_regular
@@ -70,10 +68,10 @@ if TYPE_CHECKING:  # for type checkers, which do not run __getattr__: the makers
 
 
 def __getattr__(name: str) -> Any:
-    """Each kind's maker by its command's name (:data:`~posenc_cli.kinds.KINDS`), and ``identify``
+    """Each kind's maker by its command's name (:data:`~posenc_cli.kinds.REGISTRY`), and ``identify``
     (:func:`posenc_cli.identification.identify`), imported when first asked for (PEP 562)."""
-    if name in KINDS:
-        return KINDS[name].make
+    if name in REGISTRY:
+        return by_command(name).make
     if name == "identify":
         from .identification import identify
 
@@ -83,7 +81,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["Output", "c_write_options", "check_companion", "convert", "identify", "load", "plan", "save", "sinusoidal"]
-__all__ += sorted(KINDS)  # the makers
+__all__ += sorted(REGISTRY)  # the makers
 
 
 @dataclass(frozen=True)
@@ -252,9 +250,12 @@ def save(
 
     # Refuse what cannot fit before the first byte; stdout and check build the file in full in the temp directory.
     spool = stdout is not None or check
-    where = Path(tempfile.gettempdir(), "posenc") if spool else out.paths[0]
+    where = out.paths[0]
     what = None
     if spool:
+        import tempfile  # here, not at the top: a plain write (atomic_outputs) does not need the module
+
+        where = Path(tempfile.gettempdir(), "posenc")
         target = "writing to stdout" if stdout is not None else f"checking {str(out.paths[0])!r}"
         what = f"{target} builds the whole file first in the temporary directory {str(where)!r}"
     _resources.check_disk(where, _resources.estimate_bytes(table, out.format).low, what)
@@ -265,6 +266,8 @@ def save(
                 "one file: write to files, or pick a one-file format (h for C)",
                 param="output",
             )
+        import shutil
+
         with tempfile.TemporaryFile() as tmp:  # built in full before the first byte goes out
             dump([tmp])
             tmp.seek(0)
@@ -291,8 +294,10 @@ def save(
 def _formula(table: Table) -> tuple[str, ...]:
     """The lines of the formula a C provenance comment gives for ``table``: its kind's (none for a kind posenc does
     not make, or one without a formula)."""
-    kind = next((k for k in KINDS.values() if k.table == table.kind), None)
-    return () if kind is None or kind.c_formula is None else kind.c_formula(table.params)
+    if table.kind not in {recorded for _, recorded in REGISTRY.values()}:
+        return ()
+    kind = by_table(table.kind)  # its module alone
+    return () if kind.c_formula is None else kind.c_formula(table.params)
 
 
 def _check_recordable(table: Table) -> None:

@@ -461,7 +461,27 @@ NOT_FOR_NPY = (
     "tomllib",
     "rich",
     "h5py",
+    "posenc_cli.cli.reference",
+    "posenc_cli.describe",
+    "posenc_cli.plot",
+    "posenc_cli.formats.c",
 )
+
+#: The encoding modules ``posenc generate`` (the paper's table) stands on: the exact engine, nothing more.
+NPY_ENCODINGS = [
+    "posenc_cli.encodings._columns",
+    "posenc_cli.encodings._combine",
+    "posenc_cli.encodings._engine",
+    "posenc_cli.encodings._exact",
+    "posenc_cli.encodings._kernel",
+    "posenc_cli.encodings.presets",
+    "posenc_cli.encodings.sinusoid",
+    "posenc_cli.encodings.sinusoidal",
+]
+
+#: Standard modules only some paths need, which ``generate ... -o x.npy`` must not import (tempfile: every atomic
+#: write makes its own temporary file without it; the others are the other commands').
+STDLIB_NOT_FOR_NPY = ("tempfile", "shutil", "bz2", "lzma", "random", "hashlib", "zipfile", "tomllib", "csv")
 
 
 def test_generate_npy_imports_only_what_it_needs(tmp_path):
@@ -478,6 +498,12 @@ def test_generate_npy_imports_only_what_it_needs(tmp_path):
     loaded = set(done.stdout.split())
     assert (tmp_path / "pe.npy").is_file()
     assert sorted(name for name in NOT_FOR_NPY if name in loaded) == []
+    # The registry names its kinds without importing them: generate imports its own kind and no other's.
+    assert sorted(name for name in loaded if name.startswith("posenc_cli.kinds")) == [
+        "posenc_cli.kinds", "posenc_cli.kinds._shared", "posenc_cli.kinds.sinusoid"
+    ]  # fmt: skip
+    assert sorted(name for name in loaded if name.startswith("posenc_cli.encodings.")) == NPY_ENCODINGS
+    assert sorted(name for name in STDLIB_NOT_FOR_NPY if name in loaded) == []
 
 
 @pytest.mark.client

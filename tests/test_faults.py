@@ -426,13 +426,13 @@ def test_symlink_is_followed_and_its_target_replaced_atomically(tmp_path, monkey
     link.symlink_to(Path("tables") / "pe.npy")
     before = real.stat().st_ino
     temp_dirs = []
-    mkstemp = atomic.tempfile.mkstemp
+    make_temp = atomic.make_temp
 
-    def recording(**kwargs):
-        temp_dirs.append(Path(kwargs["dir"]))
-        return mkstemp(**kwargs)
+    def recording(prefix, folder):
+        temp_dirs.append(Path(folder))
+        return make_temp(prefix, folder)
 
-    monkeypatch.setattr(atomic.tempfile, "mkstemp", recording)
+    monkeypatch.setattr(atomic, "make_temp", recording)
     assert run("generate", "-n", "8", "-d", "8", "-o", str(link)).exit_code == 0
     assert link.is_symlink() and os.readlink(link) == str(Path("tables") / "pe.npy")
     assert np.load(real).shape == (8, 8) and real.stat().st_ino != before  # a new file renamed over the old one

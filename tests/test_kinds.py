@@ -253,6 +253,25 @@ def test_c_half_type_is_a_manifest_key(tmp_path):
     assert (tmp_path / "h.h").read_bytes() == (direct / "h.h").read_bytes()
 
 
+def test_the_registry_names_each_kind_module_by_its_command_and_table():
+    """``REGISTRY`` is written out, so that a command imports its own kind alone: each line must be its module's
+    ``KIND`` (command, module, table), every module of ``kinds/`` that ends with a ``KIND`` must have its line, and
+    ``KINDS`` is the registry's kinds in its order."""
+    import importlib
+    import pkgutil
+
+    from posenc_cli import kinds
+
+    found = {}
+    for module in pkgutil.iter_modules(kinds.__path__):
+        kind = getattr(importlib.import_module(f"posenc_cli.kinds.{module.name}"), "KIND", None)
+        if isinstance(kind, kinds.Kind):
+            found[kind.command] = (module.name, kind.table)
+    assert found == kinds.REGISTRY
+    assert list(KINDS) == list(kinds.REGISTRY) and all(KINDS[c].command == c for c in KINDS)
+    assert all(kinds.by_table(table) is KINDS[c] for c, (_, table) in kinds.REGISTRY.items())
+
+
 def test_unknown_table_kinds_are_refused_by_name():
     from posenc_cli.errors import SpecError
     from posenc_cli.kinds import by_command, by_table

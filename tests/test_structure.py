@@ -72,6 +72,11 @@ def imports(name: str) -> Iterator[tuple[str, str | None, int]]:
                     yield submodule, None, node.lineno  # a module of a package: its dependency is that module
                 else:
                     yield target, alias.name, node.lineno
+        elif isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "REGISTRY" and node.value is not None:
+            # posenc_cli.kinds' registry names the module of each kind, which it imports by that name when the kind
+            # is asked for (importlib): each is a dependency as an import statement would be.
+            for entry in ast.literal_eval(node.value).values():
+                yield f"{name}.{entry[0]}", None, node.lineno
 
 
 def graph() -> dict[str, set[str]]:

@@ -28,7 +28,6 @@ from collections.abc import Iterator, MutableMapping, Sequence
 import click
 
 from .._version import __version__
-from ..cmake import FOLDER as CMAKE_DIR
 from ._run import PosencGroup
 
 __all__ = ["OTHER_COMMANDS", "cli", "command_names", "main"]
@@ -48,10 +47,10 @@ OTHER_COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def command_names() -> list[str]:
-    """Every command of ``posenc``, sorted: each kind's (:data:`posenc_cli.kinds.KINDS`) and the others."""
-    from ..kinds import KINDS
+    """Every command of ``posenc``, sorted: each kind's (:data:`posenc_cli.kinds.REGISTRY`) and the others."""
+    from ..kinds import REGISTRY  # the commands' names: no kind's module is imported
 
-    return sorted({*KINDS, *OTHER_COMMANDS})
+    return sorted({*REGISTRY, *OTHER_COMMANDS})
 
 
 class _Commands(MutableMapping[str, click.Command]):
@@ -114,6 +113,8 @@ def _print_cmake_dir(ctx: click.Context, param: click.Parameter, value: bool) ->
     """``--cmake-dir``: the folder on stdout, nothing else; exit 0 (1 if the install lacks its CMake files)."""
     if not value or ctx.resilient_parsing:
         return
+    from ..cmake import FOLDER as CMAKE_DIR  # only for this option
+
     if not (CMAKE_DIR / "posenc-config.cmake").is_file():
         raise click.ClickException(
             f"posenc's CMake files are missing from {str(CMAKE_DIR)!r}: this installation is incomplete; "

@@ -14,7 +14,7 @@ from .._printable import printable
 from ..describe import describe
 from ..errors import SpecError
 from ..formats import C_OPTIONS, Format
-from ..kinds import CONVERT, KINDS, OUTPUT
+from ..kinds import CONVERT, OUTPUT, REGISTRY
 from ..params import command_line
 from ..read import opened
 from ..table import Table
@@ -164,7 +164,7 @@ def json_safe(value: Any) -> Any:
 )
 @click.option(
     "--kind",
-    type=ClickChoice(tuple(kind.table for kind in KINDS.values())),
+    type=ClickChoice(tuple(table for _, table in REGISTRY.values())),
     help="The table's kind, for files without one.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..kinds import KINDS, Kind
-from ..kinds.sinusoid import listed_presets
+from ..errors import SpecError
+from ..kinds import Kind, by_command
 from ..params import command_line
 from ._run import mapped_errors
 from .options import options, write_options
@@ -38,6 +38,8 @@ def table_command(kind: Kind) -> click.Command:
 @click.option("--json", "as_json", is_flag=True, help="Print them as JSON on stdout.")
 def presets_command(as_json: bool) -> None:
     """List every --preset of posenc generate: its parameters and the framework functions it reproduces."""
+    from ..kinds.sinusoid import listed_presets
+
     rows = listed_presets()
     if as_json:
         import json
@@ -58,8 +60,10 @@ def presets_command(as_json: bool) -> None:
 
 
 def table_command_named(command: str) -> click.Command:
-    """The click command of the kind whose command is ``command`` (``KeyError`` for none)."""
-    for kind in KINDS.values():
-        if kind.command == command:
-            return table_command(kind)
-    raise KeyError(command)
+    """The click command of the kind whose command is ``command`` (``KeyError`` for none); no other kind's module is
+    imported."""
+    try:
+        kind = by_command(command)
+    except SpecError:
+        raise KeyError(command) from None
+    return table_command(kind)

@@ -12,7 +12,7 @@ import click
 from .. import api
 from .._cli_types import IntRange
 from ..errors import SpecError
-from ..kinds import KINDS
+from ..kinds import by_command
 from ..kinds.sinusoid import VIEWED
 from ..system import atomic
 from ..table import Table
@@ -25,7 +25,7 @@ __all__ = ["plot_command", "show_command"]
 def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """A table to look at: a FILE posenc can read, or the parameters of a 1-D sinusoidal table (``posenc
     generate``'s own: the same flags, types and ranges, none required, no default that would count as given)."""
-    generate = {p.name: p for p in KINDS["generate"].params}
+    generate = {p.name: p for p in by_command("generate").params}
     given = [dataclasses.replace(generate[name], required=False, default=None) for name in VIEWED]
     options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.argument("file", required=False, type=click.Path(dir_okay=False)),
@@ -48,7 +48,7 @@ def _source(p: dict[str, Any]) -> Table:
         return api.load(p["file"], max_memory=p["max_memory"])
     if p["seq_len"] is None or p["d_model"] is None:
         raise SpecError("give a FILE to look at, or -n/--seq-len and -d/--d-model for a generated table", param="file")
-    return KINDS["generate"].build(made)  # lazily, as every generated table is built
+    return by_command("generate").build(made)  # lazily, as every generated table is built
 
 
 class _Dims(click.ParamType):  # type: ignore[type-arg]

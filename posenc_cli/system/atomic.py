@@ -44,7 +44,6 @@ import io
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -307,7 +306,7 @@ def atomic_outputs(paths: Sequence[Path]) -> Iterator[list[BinaryIO]]:
         for target in targets:
             remove_stale_temps(target)
             try:
-                fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=TMP_SUFFIX, dir=target.parent)
+                fd, tmp = make_temp(_temp_prefix(target.name), target.parent)
             except OSError as exc:
                 raise _output_error(target, exc) from None
             temps.append((_FlushingFile(io.FileIO(fd, "r+"), target), tmp))
@@ -455,6 +454,30 @@ def _temp_name_start(name: str) -> str:
 
 def _temp_prefix(name: str) -> str:
     return f"{_temp_name_start(name)}{os.getpid()}."
+
+
+def make_temp(prefix: str, folder: Path) -> tuple[int, str]:
+    """A new file ``<prefix><random><TMP_SUFFIX>`` in ``folder``, created exclusively, mode 0600, as
+    ``tempfile.mkstemp`` makes one: its descriptor and absolute path. Not :mod:`tempfile` itself, whose imports
+    (shutil and its compressors among them) would cost every command's start more than these few lines.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> fd, path = make_temp(".pe.npy.1.", pathlib.Path(tempfile.mkdtemp()))
+    >>> os.close(fd)
+    >>> name = pathlib.Path(path).name
+    >>> name.startswith(".pe.npy.1.") and name.endswith(TMP_SUFFIX), oct(os.stat(path).st_mode & 0o777)
+    (True, '0o600')
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):  # a clash of 48 random bits is next to impossible; a full folder fails at once
+        path = os.path.abspath(os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{TMP_SUFFIX}"))
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name found", str(folder))
 
 
 def _alive(pid: int) -> bool:
