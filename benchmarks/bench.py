@@ -33,6 +33,7 @@ from peers import (
     SEQ,
     D,
     Report,
+    environ,
     machine,
     median_time,
     numpy_float64_then_cast,
@@ -114,10 +115,9 @@ def cores(report: Report, repeat: int) -> None:
             torch.set_num_threads(n)
             torch_times[n] = median_time(tutorial, repeat)
         torch.set_num_threads(default)
-    saved = {name: os.environ.get(name) for name in ("POSENC_CORE", "POSENC_THREADS")}
     pure: dict[int, float] = {}
     done = []
-    try:
+    with environ(POSENC_CORE=None, POSENC_THREADS=None):  # set below, as each row needs; restored after
         for core in ("pure", "compiled"):
             os.environ["POSENC_CORE"] = core
             try:
@@ -154,12 +154,6 @@ def cores(report: Report, repeat: int) -> None:
             wide[core] = median_time(lambda: posenc_cli.sinusoidal(SEQ, D, dtype="float64"), max(1, repeat // 2))
             ratio = f"{wide['pure'] / wide[core]:.1f}x faster than pure" if core == "compiled" else ""
             report.add(f"generate {SEQ}x{D} float64, {core} core", f"{wide[core] * 1e3:.1f} ms", ratio)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     if not torch_times:
         report.add("  PyTorch tutorial path", "skipped", "", "torch not importable")
     for n, t in sorted(torch_times.items(), reverse=True):

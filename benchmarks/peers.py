@@ -54,24 +54,24 @@ def once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def _set(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @contextlib.contextmanager
 def environ(**values: str | None) -> Iterator[None]:
     """Set (a string) or unset (None) environment variables for the block, and restore them after it: posenc reads
     ``POSENC_CORE`` and ``POSENC_THREADS`` at each call, so one process can time both cores and any thread count."""
     saved = {name: os.environ.get(name) for name in values}
     try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _set(values)
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _set(saved)
 
 
 # ---- generation peers -------------------------------------------------------------------------------------------
