@@ -1,163 +1,56 @@
 """posenc's benchmark: posenc against its peers, side by side in one run, medians and ratios.
 
 Not part of the test suite (tests never assert on time). Run from the repository root, in an environment where posenc
-is installed; peers that are not importable (torch, positional-encodings, pyarrow) are reported as skipped::
+is installed; peers that are not importable (torch, transformers, positional-encodings, pyarrow, orjson) are reported
+as skipped::
 
     python benchmarks/bench.py                 # everything (writes ~8 GiB of scratch files, a few minutes)
-    python benchmarks/bench.py --quick         # skip the 4 GiB streaming case
+    python benchmarks/bench.py --quick         # skip the 4 GiB streaming case (and the targets' 1 GiB stream)
     python benchmarks/bench.py --markdown      # the table as markdown, for the README
-    python benchmarks/bench.py --targets       # only the speed issue's five rows, each with its peer and target
+    python benchmarks/bench.py --targets       # only the compiled-core issue's (#30) rows, each against its peer
+    python benchmarks/bench.py --formatters    # only posenc's float32 text against orjson's and pyarrow's (#30)
     python benchmarks/bench.py --core          # generation, pure and compiled core, against the PyTorch tutorial
 
-Each timing is the median of ``--repeat`` runs. The targets are those of the "exact and fast" issue; every line says
-whether the target was met in this run.
+Each timing is the median of ``--repeat`` runs. ``--targets`` prints the targets of the compiled-core issue (#30,
+``targets.py``), the other rows those of the "exact and fast" issue (#17) and of the issues they name; every line
+with a target says whether it was met in this run. The shared parts (timing, the report, the peers) are in
+``peers.py``, the formatter comparison in ``formatters.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from formatters import formatters
+from peers import (
+    SEQ,
+    D,
+    Report,
+    environ,
+    machine,
+    median_time,
+    numpy_float64_then_cast,
+    once,
+    peak_rss_of,
+    positional_encodings_pkg,
+    run_process,
+    torch_tutorial,
+    verdict,
+)
+from targets import targets
 
 import posenc_cli
 from posenc_cli import _native
 from posenc_cli.errors import PosencError
 
-SEQ, D = 8192, 1024
 BIG_SEQ, BIG_D = 262144, 4096  # 4 GiB of float32
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up: imports, caches, page cache
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def once(fn: Callable[[], object]) -> float:
-    """Wall time of one call (for the slow rows, where a warm-up run would double minutes)."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-# ---- generation peers -------------------------------------------------------------------------------------------
-def numpy_float64_then_cast() -> np.ndarray:
-    pos = np.arange(SEQ, dtype=np.float64)[:, None]
-    j = np.arange(D)
-    angle = pos * 10000.0 ** (-(2 * (j // 2)) / D)
-    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
-
-
-def torch_tutorial() -> Callable[[], object] | None:
-    """The PyTorch tutorial's PositionalEncoding table (float32 exp path), when torch is importable."""
-    try:
-        import math
-
-        import torch
-    except ImportError:
-        return None
-
-    def run() -> object:
-        position = torch.arange(SEQ).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, D, 2) * (-math.log(10000.0) / D))
-        pe = torch.zeros(SEQ, D)
-        pe[:, 0::2] = torch.sin(position * div_term)
-        pe[:, 1::2] = torch.cos(position * div_term)
-        return pe
-
-    return run
-
-
-def positional_encodings_pkg() -> Callable[[], object] | None:
-    try:
-        import torch
-        from positional_encodings.torch_encodings import PositionalEncoding1D
-    except ImportError:
-        return None
-    layer = PositionalEncoding1D(D)
-    x = torch.zeros(1, SEQ, D)
-
-    def run() -> object:
-        layer.cached_penc = None  # the layer caches its last table: measure the computation, not the cache
-        return layer(x)
-
-    return run
-
-
-# ---- helpers ----------------------------------------------------------------------------------------------------
-def run_process(cmd: list[str], cwd: Path) -> tuple[float, int]:
-    """Wall time and peak RSS (bytes) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is the max over all children so far: measure big runs in a fresh helper process.
-    return elapsed, max(peak, before) * 1024
-
-
-def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int]:
-    """Run ``cmd`` under a fresh Python that reports only that child's peak RSS."""
-    probe = (
-        "import resource, subprocess, sys, time\n"
-        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True)\n"
-        "t = time.perf_counter() - t\n"
-        "sys.exit(p.stderr.decode()) if p.returncode else None\n"
-        "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", probe, *cmd], cwd=cwd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
-    elapsed, peak = out.stdout.split()
-    return float(elapsed), int(peak)
-
-
-class Report:
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, str, str, str]] = []
-
-    def add(self, what: str, value: str, ratio: str = "", verdict: str = "") -> None:
-        self.rows.append((what, value, ratio, verdict))
-        print(f"{what:<58} {value:>14} {ratio:>16} {verdict}", file=sys.stderr, flush=True)
-
-    def markdown(self) -> str:
-        lines = ["| measurement | value | ratio | target |", "|---|---:|---:|---|"]
-        lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in self.rows]
-        return "\n".join(lines)
-
-
-def verdict(ok: bool, target: str) -> str:
-    return f"{'met' if ok else 'NOT met'}: {target}"
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return (
-        f"{cpu}, {os.cpu_count()} logical CPUs visible, {len(os.sched_getaffinity(0))} usable; Python "
-        f"{platform.python_version()}, numpy {np.__version__}, posenc {posenc_cli.__version__} ({_native.CORE} core)"
-    )
 
 
 def main() -> None:
@@ -168,9 +61,10 @@ def main() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="skip the 4 GiB streaming case")
+    parser.add_argument("--quick", action="store_true", help="skip the 4 GiB (and the targets' 1 GiB) streaming case")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown on stdout")
-    parser.add_argument("--targets", action="store_true", help="only the speed issue's five rows (#17)")
+    parser.add_argument("--targets", action="store_true", help="only the compiled core's targets (#30)")
+    parser.add_argument("--formatters", action="store_true", help="only posenc's text against orjson, pyarrow (#30)")
     parser.add_argument("--identify", action="store_true", help="only posenc identify and its time bombs (#18, #25)")
     parser.add_argument("--arithmetic", action="store_true", help="only exact against framework arithmetic (#27)")
     parser.add_argument("--core", action="store_true", help="only generation, pure and compiled core (#30)")
@@ -186,9 +80,12 @@ def main() -> None:
             arithmetic(report, args.repeat)
         elif args.core:
             cores(report, args.repeat)
+        elif args.formatters:
+            formatters(report, args.repeat)
         else:
             targets(report, args.repeat, scratch, args.quick)
-        if not (args.targets or args.identify or args.arithmetic or args.core):
+        if not (args.targets or args.identify or args.arithmetic or args.core or args.formatters):
+            formatters(report, args.repeat)
             identify_time(report, args.repeat, scratch)
             arithmetic(report, args.repeat)
             cores(report, args.repeat)
@@ -202,106 +99,6 @@ def main() -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     if args.markdown:
         print(f"Machine: {machine()}.\n\n{report.markdown()}")
-
-
-# ---- the speed issue's table (#17): each row against its peer, side by side, with its target --------------------
-#: The peers' table, as a user without posenc computes it (numpy float64, then cast): the CSV and C peers start here.
-PEER_TABLE = (
-    "import numpy as np\n"
-    f"pos = np.arange({SEQ}, dtype=np.float64)[:, None]\n"
-    f"j = np.arange({D})\n"
-    f"angle = pos * 10000.0 ** (-(2 * (j // 2)) / {D})\n"
-    "t = np.where(j % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)\n"
-)
-STREAM_SEQ, STREAM_D = 65536, 4096  # 1 GiB of float32
-
-
-def targets(report: Report, repeat: int, scratch: Path, quick: bool) -> None:
-    """The five rows of the speed issue, each measured here against its peer in this run, ratio and verdict."""
-    python, posenc = sys.executable, [sys.executable, "-m", "posenc_cli", "generate"]
-
-    def process(cmd: list[str], times: int = repeat) -> float:
-        return median_time(lambda: run_process(cmd, scratch), times)
-
-    # 1. generation, in-process
-    ours = median_time(lambda: posenc_cli.sinusoidal(SEQ, D), repeat)
-    base = median_time(numpy_float64_then_cast, repeat)
-    tutorial = torch_tutorial()
-    if tutorial is None:
-        report.add(f"generate {SEQ}x{D} float32 in-process", f"{ours * 1e3:.0f} ms", "", "torch not importable")
-    else:
-        t = median_time(tutorial, repeat)
-        report.add(
-            f"generate {SEQ}x{D} float32 in-process (torch tutorial {t * 1e3:.0f} ms)",
-            f"{ours * 1e3:.0f} ms",
-            f"{ours / t:.2f}x torch",
-            verdict(ours <= t, "<= 1.0x the PyTorch tutorial's float32 path"),
-        )
-    report.add(
-        f"  against numpy float64-then-cast ({base * 1e3:.0f} ms)",
-        "",
-        f"{ours / base:.2f}x numpy",
-        verdict(ours <= base / 2, "<= 0.5x"),
-    )
-    # 2. streaming 1 GiB to .npy, whole process, against dd writing as much with fdatasync
-    if quick:
-        report.add("stream 1 GiB .npy (whole process)", "skipped", "", "--quick")
-    else:
-        size = STREAM_SEQ * STREAM_D * 4
-        dd = ["dd", "if=/dev/zero", "of=dd.bin", "bs=1M", f"count={size >> 20}", "conv=fdatasync", "status=none"]
-        dd_time = process(dd, 3)
-        stream = process([*posenc, "-n", str(STREAM_SEQ), "-d", str(STREAM_D), "-o", "big.npy"], 3)
-        for name in ("dd.bin", "big.npy"):
-            (scratch / name).unlink()
-        report.add(
-            f"stream 1 GiB .npy, whole process (dd bs=1M conv=fdatasync {dd_time:.2f} s)",
-            f"{stream:.2f} s",
-            f"{stream / dd_time:.2f}x dd",
-            verdict(stream <= 1.5 * dd_time, "<= 1.5x dd"),
-        )
-    # 3, 4. text, whole process, against numpy + pyarrow.csv and np.savetxt (each also computing its table)
-    ours_csv = process([*posenc, "-n", str(SEQ), "-d", str(D), "-o", "t.csv"])
-    ours_c = process([*posenc, "-n", str(SEQ), "-d", str(D), "-o", "t.h"])
-    savetxt = process([python, "-c", PEER_TABLE + "np.savetxt('s.csv', t, fmt='%.9g', delimiter=',')"], 3)
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        arrow = None
-    else:
-        script = PEER_TABLE + (
-            "import pyarrow as pa, pyarrow.csv as pacsv\n"
-            f"pacsv.write_csv(pa.table({{f'd{{k}}': t[:, k] for k in range({D})}}), 'a.csv')\n"
-        )
-        arrow = process([python, "-c", script])
-
-    def against_arrow(label: str, ours: float, limit: float) -> None:
-        if arrow is None:
-            report.add(f"{label} {SEQ}x{D}, whole process", f"{ours:.2f} s", "", "pyarrow not importable")
-            return
-        report.add(
-            f"{label} {SEQ}x{D}, whole process (numpy + pyarrow.csv {arrow:.2f} s)",
-            f"{ours:.2f} s",
-            f"{ours / arrow:.2f}x pyarrow",
-            verdict(ours <= limit * arrow, f"<= {limit}x numpy + pyarrow.csv"),
-        )
-
-    against_arrow("CSV", ours_csv, 0.5)
-    report.add(
-        f"  against np.savetxt ('%.9g', {savetxt:.2f} s)",
-        "",
-        f"{ours_csv / savetxt:.2f}x savetxt",
-        verdict(ours_csv <= 0.15 * savetxt, "<= 0.15x"),
-    )
-    against_arrow("C header", ours_c, 0.6)
-    # 5. start-up
-    small = process([*posenc, "-n", "512", "-d", "128", "-o", "x.npy"], repeat * 2)
-    bare = process([python, "-c", "import numpy as np; np.save('y.npy', np.zeros((512, 128), np.float32))"], repeat * 2)
-    report.add(
-        f"start-up, 512x128 .npy (bare python -c numpy save {bare * 1e3:.0f} ms)",
-        f"{small * 1e3:.0f} ms",
-        f"{small / bare:.2f}x",
-        verdict(small <= 1.25 * bare, "<= 1.25x"),
-    )
 
 
 def cores(report: Report, repeat: int) -> None:
@@ -318,10 +115,9 @@ def cores(report: Report, repeat: int) -> None:
             torch.set_num_threads(n)
             torch_times[n] = median_time(tutorial, repeat)
         torch.set_num_threads(default)
-    saved = {name: os.environ.get(name) for name in ("POSENC_CORE", "POSENC_THREADS")}
     pure: dict[int, float] = {}
     done = []
-    try:
+    with environ(POSENC_CORE=None, POSENC_THREADS=None):  # set below, as each row needs; restored after
         for core in ("pure", "compiled"):
             os.environ["POSENC_CORE"] = core
             try:
@@ -358,12 +154,6 @@ def cores(report: Report, repeat: int) -> None:
             wide[core] = median_time(lambda: posenc_cli.sinusoidal(SEQ, D, dtype="float64"), max(1, repeat // 2))
             ratio = f"{wide['pure'] / wide[core]:.1f}x faster than pure" if core == "compiled" else ""
             report.add(f"generate {SEQ}x{D} float64, {core} core", f"{wide[core] * 1e3:.1f} ms", ratio)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     if not torch_times:
         report.add("  PyTorch tutorial path", "skipped", "", "torch not importable")
     for n, t in sorted(torch_times.items(), reverse=True):
