@@ -122,7 +122,7 @@ def test_compiled_trig_against_mpmath(want_cos: bool):
     angles = hard_angles().reshape(-1)
     rng = np.random.default_rng(11)
     sample = np.concatenate([angles[:700], angles[-40:], rng.choice(angles, 300, replace=False)])
-    sample = sample[sample != 0]  # sin(+-0) is +-0: the exact path gives +0 (a rational's sign is lost)
+    sample = sample[sample != 0]  # zeros: test_signed_zeros
     got = f32ops.trig_columns(sample.reshape(-1, 1), [0], want_cos).reshape(-1).view(np.uint32)
     want = [exact_f32(float(x), want_cos) for x in sample]
     assert got.tolist() == want
@@ -164,3 +164,14 @@ def test_trig32_refuses_inconsistent_shapes():
         built.trig32(angles.astype(np.float64), np.zeros((4, 1), np.float32), None, 3, one)
     with pytest.raises(TypeError, match="sin_out"):
         built.trig32(angles, None, np.zeros((4, 1), np.float64), 3, one)
+
+
+@pytest.mark.parametrize("choice", ["pure", "compiled"])
+def test_signed_zeros(monkeypatch: pytest.MonkeyPatch, choice: str):
+    """sin(+-0) = +-0 and cos(+-0) = 1, as IEEE (and torch) give them, on both cores."""
+    monkeypatch.setenv("POSENC_CORE", choice)
+    angles = np.float32([[-0.0, 0.0, 1.0]])
+    cos, sin = f32ops.cos_sin_columns(angles, [0, 1, 2])
+    assert sin[0, :2].view(np.uint32).tolist() == [0x80000000, 0]
+    assert cos[0, :2].tolist() == [1.0, 1.0]
+    assert f32ops.sin(np.float32([-0.0])).view(np.uint32).tolist() == [0x80000000]

@@ -514,6 +514,11 @@ static PyObject *trig32(PyObject *self, PyObject *args) {
                 y[0] = want[0] ? cos(x) : 0.0;
                 y[1] = want[1] ? sin(x) : 0.0;
             }
+            if (x == 0) { /* cos 0 = 1, sin(+-0) = +-0 exactly: no bound can decide a zero's sign */
+                row[j] = 1.0f;
+                row[k + j] = a[r * k + j];
+                continue;
+            }
             for (int f = 0; f < 2; f++)
                 if (want[f] && !round_trusted(y[f], &row[f * k + j]))
                     add(&found[f], (int64_t)(r * k + j));

@@ -138,18 +138,22 @@ def _columns(angles: np.ndarray, cols: npt.ArrayLike, wants: tuple[bool, ...]) -
 
     core = native("_core")
     if core is None or not a.size or not take.size or not np.isfinite(flat).all():
-        return [
-            np.take(_decided((np.cos if want else np.sin)(a.astype(np.float64)), exact_of(want), a.shape), take, axis=1)
-            for want in wants
-        ]
-    outs = _trig_compiled(core, a, take, wants)
-    for (out, undecided), want in zip(outs, wants, strict=True):
+        pure: list[np.ndarray] = []
+        for want in wants:
+            values = _decided((np.cos if want else np.sin)(a.astype(np.float64)), exact_of(want), a.shape)
+            if not want:  # sin(+-0) = +-0: the exact path's rational zero has no sign
+                zero = a == 0
+                values[zero] = a[zero]
+            pure.append(np.take(values, take, axis=1))
+        return pure
+    compiled = _trig_compiled(core, a, take, wants)
+    for (out, undecided), want in zip(compiled, wants, strict=True):
         if undecided.size:
             settled = _exact_values(undecided, exact_of(want))
             rows, columns = np.divmod(undecided, k)
             for row, column, value in zip(rows.tolist(), columns.tolist(), settled.tolist(), strict=True):
                 out[row, take == column] = value
-    return [out for out, _ in outs]
+    return [out for out, _ in compiled]
 
 
 #: Angles per thread below which the compiled ``cos``/``sin`` runs on the caller's thread alone.

@@ -149,15 +149,16 @@ def sinusoid_rows(
     freq = frequencies(spec, preset)
     cols = columns(spec)
     amplitude = f.f32(spec.amplitude)
+    # each output column's source among [sin of each frequency | cos of each frequency | a zero column]: the block
+    # is one gather (a loop over columns per block cost more than its cos and sin)
+    k = len(freq)
+    source = np.array([2 * k if c is None else c[0] + (0 if c[1] == "sin" else k) for c in cols], np.intp)
 
     def rows(lo: int, hi: int) -> np.ndarray:
         p = f.f32(spec.start + spec.step * np.arange(lo, hi, dtype=np.float64))
         angle = p[:, None] * freq[None, :]
-        out = np.zeros((hi - lo, len(cols)), np.float32)
-        sines, cosines = f.sin(angle), f.cos(angle)
-        for j, col in enumerate(cols):
-            if col is not None:
-                out[:, j] = (sines if col[1] == "sin" else cosines)[:, col[0]]
+        cosines, sines = f.cos_sin_columns(angle, np.arange(k))
+        out = np.take(np.concatenate([sines, cosines, np.zeros((hi - lo, 1), np.float32)], axis=1), source, axis=1)
         if spec.amplitude != 1:
             out *= amplitude
         if spec.padding_idx is not None and lo <= spec.padding_idx < hi:
