@@ -175,3 +175,43 @@ def test_signed_zeros(monkeypatch: pytest.MonkeyPatch, choice: str):
     assert sin[0, :2].view(np.uint32).tolist() == [0x80000000, 0]
     assert cos[0, :2].tolist() == [1.0, 1.0]
     assert f32ops.sin(np.float32([-0.0])).view(np.uint32).tolist() == [0x80000000]
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_products_are_the_angles_cos_and_sin(monkeypatch: pytest.MonkeyPatch, threads: str):
+    """cos_sin_products(p, inv) is cos_sin_columns of fl32(fl32(p) * inv) (NumPy's operations, written out here), on
+    both cores: positions past 2**24 (rounded to float32 first), and p = 1 against inverse frequencies equal to the
+    near-tie angles of NEAR_TIES."""
+    monkeypatch.setenv("POSENC_THREADS", threads)
+    inv = np.concatenate([np.array(NEAR_TIES, np.uint32).view(np.float32), np.float32([1e-3, 0.5, 0.0, 2.5e-7])])
+    positions = np.concatenate([[0, 1, 3, 2**24 + 1, 2**25 + 3, 123456789], np.arange(4000, 7000)])
+    angles = positions.astype(np.float32)[:, None] * inv[None, :]
+    cols = [0, 3, 3, 48, 47, 10]
+    results = {}
+    for choice in ("pure", "compiled"):
+        monkeypatch.setenv("POSENC_CORE", choice)
+        results[choice] = (f32ops.cos_sin_products(positions, inv, cols), f32ops.cos_sin_columns(angles, cols))
+    for pair in (*results["pure"], *results["compiled"]):
+        for got, want in zip(pair, results["pure"][1], strict=True):
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_products_past_float32_fall_back(monkeypatch: pytest.MonkeyPatch):
+    """Angles that would overflow float32 are not handed to the compiled loop (it takes finite angles only)."""
+    positions, inv = np.array([0, 2**62]), np.float32([1.0, 3e30])
+    with np.errstate(over="ignore"):
+        angles = positions.astype(np.float32)[:, None] * inv[None, :]
+    cos, sin = f32ops.cos_sin_products(positions, inv, [0, 1])
+    assert np.isnan(cos[1, 1]) and np.isnan(sin[1, 1])
+    assert cos[:, 0].tolist() == f32ops.cos_sin_columns(angles[:, :1], [0])[0][:, 0].tolist()
+
+
+def test_trig32_products_refuse_inconsistent_shapes():
+    built = _native.native("_core")
+    out, cols = np.zeros((2, 1), np.float32), np.array([0], np.int64)
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        built.trig32(np.array([1, 2], np.int64), out, None, 2, cols, np.float32([1.0]))
+    with pytest.raises(TypeError, match="positions"):
+        built.trig32(np.float32([1, 2]), out, None, 1, cols, np.float32([1.0]))
+    with pytest.raises(TypeError, match="inv"):
+        built.trig32(np.array([1, 2], np.int64), out, None, 1, cols, np.float64([1.0]))

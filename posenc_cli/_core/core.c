@@ -447,7 +447,7 @@ fail:
 
 /* ---------------------------------------------------------------------------------------------------- trig32 */
 static const char *trig32_doc =
-    "trig32(angles, cos_out, sin_out, k, cols) -> (bytes or None, bytes or None)\n\n"
+    "trig32(angles, cos_out, sin_out, k, cols, inv=None) -> (bytes or None, bytes or None)\n\n"
     "posenc_cli.encodings.float32's cos and sin of float32 angles (n rows of k, finite), correctly rounded to\n"
     "float32 where the bound proves it, into cos_out and sin_out (n rows of len(cols) float32 each, or None for a\n"
     "part not wanted): out[r][c] is entry (r, cols[c]), each entry computed once however many columns take it.\n"
@@ -455,7 +455,9 @@ static const char *trig32_doc =
     "relative (glibc's, musl's, macOS's and the MSVC runtime's are within 1 ulp, 2**-52), rounded where\n"
     "round_checked's test proves it (both ends of the interval round alike). Returns, per part, the int64 indices\n"
     "r * k + j of the angles left undecided (the columns that take them are unspecified), for the exact path.\n"
-    "Every decided entry is the correctly rounded value, so both cores write the same bits.";
+    "Every decided entry is the correctly rounded value, so both cores write the same bits. With inv (k float32),\n"
+    "angles holds n int64 positions and angle (r, j) is fl32(fl32(positions[r]) * inv[j]), transformers' freqs\n"
+    "(NumPy's int64 -> float32 conversion and float32 product, the same IEEE operations), made row by row.";
 
 /* Round y to float32 into *to if the bound decides it; 0 when it does not. */
 static inline int round_trusted(double y, float *to) {
@@ -472,19 +474,21 @@ static inline int round_trusted(double y, float *to) {
 
 static PyObject *trig32(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[4];
+    PyObject *o[5] = {NULL, NULL, NULL, NULL, Py_None};
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOOnO:trig32", &o[0], &o[1], &o[2], &k, &o[3]))
+    if (!PyArg_ParseTuple(args, "OOOnO|O:trig32", &o[0], &o[1], &o[2], &k, &o[3], &o[4]))
         return NULL;
-    Buf b[4];
+    Buf b[5];
     memset(b, 0, sizeof b);
-    int want[2] = {o[1] != Py_None, o[2] != Py_None};
-    if (take(o[0], &b[0], 0, 4, "f", "angles") || (want[0] && take(o[1], &b[1], 1, 4, "f", "cos_out")) ||
-        (want[1] && take(o[2], &b[2], 1, 4, "f", "sin_out")) || take(o[3], &b[3], 0, 8, "qlL", "cols"))
+    int want[2] = {o[1] != Py_None, o[2] != Py_None}, outer = o[4] != Py_None;
+    if ((outer ? take(o[0], &b[0], 0, 8, "qlL", "positions") : take(o[0], &b[0], 0, 4, "f", "angles")) ||
+        (want[0] && take(o[1], &b[1], 1, 4, "f", "cos_out")) ||
+        (want[1] && take(o[2], &b[2], 1, 4, "f", "sin_out")) || take(o[3], &b[3], 0, 8, "qlL", "cols") ||
+        (outer && take(o[4], &b[4], 0, 4, "f", "inv")))
         goto fail;
-    Py_ssize_t m = items(&b[3]), n = k > 0 ? items(&b[0]) / k : 0;
+    Py_ssize_t m = items(&b[3]), n = outer ? items(&b[0]) : k > 0 ? items(&b[0]) / k : 0;
     const int64_t *cols = b[3].view.buf;
-    int ok = k > 0 && items(&b[0]) == n * k && (want[0] || want[1]);
+    int ok = k > 0 && (outer ? items(&b[4]) == k : items(&b[0]) == n * k) && (want[0] || want[1]);
     for (int f = 0; f < 2; f++)
         ok = ok && (!want[f] || items(&b[1 + f]) == n * m);
     for (Py_ssize_t c = 0; ok && c < m; c++)
@@ -498,13 +502,16 @@ static PyObject *trig32(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto fail;
     }
-    const float *a = b[0].view.buf;
+    const float *a = outer ? NULL : b[0].view.buf, *inv = outer ? b[4].view.buf : NULL;
+    const int64_t *pos = outer ? b[0].view.buf : NULL;
     float *out[2] = {want[0] ? b[1].view.buf : NULL, want[1] ? b[2].view.buf : NULL};
     Found found[2] = {{NULL, 0, 0, 0}, {NULL, 0, 0, 0}};
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n; r++) {
+        float p = outer ? (float)pos[r] : 0.0f;
         for (Py_ssize_t j = 0; j < k; j++) {
-            double x = (double)a[r * k + j], y[2];
+            float angle = outer ? p * inv[j] : a[r * k + j];
+            double x = (double)angle, y[2];
 #if defined(__GLIBC__)
             if (want[0] && want[1])
                 sincos(x, &y[1], &y[0]);
@@ -516,7 +523,7 @@ static PyObject *trig32(PyObject *self, PyObject *args) {
             }
             if (x == 0) { /* cos 0 = 1, sin(+-0) = +-0 exactly: no bound can decide a zero's sign */
                 row[j] = 1.0f;
-                row[k + j] = a[r * k + j];
+                row[k + j] = angle;
                 continue;
             }
             for (int f = 0; f < 2; f++)
@@ -533,7 +540,7 @@ static PyObject *trig32(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     free(row);
-    release(b, 4);
+    release(b, 5);
     PyObject *parts[2] = {Py_None, Py_None};
     for (int f = 0; f < 2; f++) {
         if (want[f]) {
@@ -554,7 +561,7 @@ static PyObject *trig32(PyObject *self, PyObject *args) {
             Py_DECREF(parts[f]);
     return result;
 fail:
-    release(b, 4);
+    release(b, 5);
     return NULL;
 }
 

@@ -48,7 +48,7 @@ from ..dtypes import nearest_bits
 from ._engine import helpers
 from ._exact import enclosure, round_checked
 
-__all__ = ["cos", "cos_sin_columns", "exp", "f32", "log", "log1p", "pow_", "sin", "trig_columns"]
+__all__ = ["cos", "cos_sin_columns", "cos_sin_products", "exp", "f32", "log", "log1p", "pow_", "sin", "trig_columns"]
 
 #: The relative error trusted of numpy's float64 elementary functions (they are within ``2**-50``).
 TRUSTED = 2.0**-40
@@ -123,33 +123,85 @@ def cos_sin_columns(angles: np.ndarray, cols: npt.ArrayLike) -> tuple[np.ndarray
     return cos_, sin_
 
 
+def cos_sin_products(
+    positions: npt.ArrayLike, inv: npt.ArrayLike, cols: npt.ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    """``cos_sin_columns`` of the angles ``fl32(fl32(p) * inv[j])`` (``len(positions) x len(inv)``; integer
+    positions converted to float32, then one float32 product: ``position_ids.float() * inv_freq``), made row by row
+    by the compiled core instead of as a whole array first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [part.tolist() for part in cos_sin_products([0, 1], np.float32([1.0, 0.5]), [1, 0])]
+    [[[1.0, 1.0], [0.8775825500488281, 0.5403022766113281]], [[0.0, 0.0], [0.4794255495071411, 0.8414709568023682]]]
+    """
+    p = np.ascontiguousarray(positions, np.int64).reshape(-1)
+    f = np.ascontiguousarray(inv, np.float32).reshape(-1)
+    core = native("_core")
+    # |fl32(p) * inv| below 1e38 by a float64 bound: every angle finite, as the compiled loop needs
+    reach = float(np.abs(p).max(initial=0)) * float(np.abs(f).max(initial=0)) if np.isfinite(f).all() else np.inf
+    if core is None or not p.size or not f.size or not reach < 1e38:
+        with np.errstate(over="ignore"):  # a product past float32's range is an infinity, as in torch
+            theta = p.astype(np.float32)[:, None] * f[None, :]
+        cos_, sin_ = cos_sin_columns(theta, cols)
+        return cos_, sin_
+    take = np.asarray(cols, np.int64).reshape(-1)
+
+    def angle(i: int) -> float:
+        r, j = divmod(i, f.size)
+        return float(np.float32(np.float32(p[r]) * f[j]))
+
+    cos_, sin_ = _settled(_trig_compiled(core, (p, f), take, (True, False)), (True, False), take, f.size, angle)
+    return cos_, sin_
+
+
+def _exact_of(angle: Callable[[int], float], want_cos: bool) -> Callable[[int, int], tuple[Fraction, Fraction]]:
+    """The enclosure of ``cos`` or ``sin`` of the flat angle ``i`` (its float value ``angle(i)``) at ``digits``."""
+
+    def exact(i: int, digits: int) -> tuple[Fraction, Fraction]:
+        # k = 0: the frequency is base**0 = 1, so the enclosure is of trig(position) itself
+        return enclosure(Fraction(angle(i)), 0, want_cos, 2.0, Fraction(1), digits)
+
+    return exact
+
+
 def _columns(angles: np.ndarray, cols: npt.ArrayLike, wants: tuple[bool, ...]) -> list[np.ndarray]:
     a = np.ascontiguousarray(angles, np.float32)
     take = np.asarray(cols, np.int64).reshape(-1)
     n, k = a.shape
     flat = a.reshape(-1)
 
-    def exact_of(want_cos: bool) -> Callable[[int, int], tuple[Fraction, Fraction]]:
-        def exact(i: int, digits: int) -> tuple[Fraction, Fraction]:
-            # k = 0: the frequency is base**0 = 1, so the enclosure is of trig(position) itself
-            return enclosure(Fraction(float(flat[i])), 0, want_cos, 2.0, Fraction(1), digits)
-
-        return exact
+    def angle(i: int) -> float:
+        return float(flat[i])
 
     core = native("_core")
     if core is None or not a.size or not take.size or not np.isfinite(flat).all():
         pure: list[np.ndarray] = []
         for want in wants:
-            values = _decided((np.cos if want else np.sin)(a.astype(np.float64)), exact_of(want), a.shape)
+            with np.errstate(invalid="ignore"):  # cos and sin of an infinity are NaN, as in IEEE and torch
+                approx = (np.cos if want else np.sin)(a.astype(np.float64))
+            values = _decided(approx, _exact_of(angle, want), a.shape)
             if not want:  # sin(+-0) = +-0: the exact path's rational zero has no sign
                 zero = a == 0
                 values[zero] = a[zero]
             pure.append(np.take(values, take, axis=1))
         return pure
-    compiled = _trig_compiled(core, a, take, wants)
+    return _settled(_trig_compiled(core, a, take, wants), wants, take, k, angle)
+
+
+def _settled(
+    compiled: list[tuple[np.ndarray, np.ndarray]],
+    wants: tuple[bool, ...],
+    take: np.ndarray,
+    k: int,
+    angle: Callable[[int], float],
+) -> list[np.ndarray]:
+    """The compiled parts with each undecided angle ``i`` (flat, ``k`` a row) rounded from its exact value, in
+    every column that takes it."""
     for (out, undecided), want in zip(compiled, wants, strict=True):
         if undecided.size:
-            settled = _exact_values(undecided, exact_of(want))
+            settled = _exact_values(undecided, _exact_of(angle, want))
             rows, columns = np.divmod(undecided, k)
             for row, column, value in zip(rows.tolist(), columns.tolist(), settled.tolist(), strict=True):
                 out[row, take == column] = value
@@ -161,19 +213,22 @@ _PART_MIN = 1 << 16
 
 
 def _trig_compiled(
-    core: ModuleType, a: np.ndarray, take: np.ndarray, wants: tuple[bool, ...]
+    core: ModuleType, source: np.ndarray | tuple[np.ndarray, np.ndarray], take: np.ndarray, wants: tuple[bool, ...]
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The compiled core's ``trig32`` of ``a`` (``n x k`` finite float32) at columns ``take``, for each of ``wants``
-    (True: cos, False: sin), cut by rows into one part per thread (:func:`~posenc_cli._native.threads`): per part
-    wanted, the rounded values and the flat indices of ``a`` the bound leaves undecided."""
-    n, k = a.shape
+    """The compiled core's ``trig32`` at columns ``take`` of the angles ``source``: an ``n x k`` finite float32
+    array, or ``(positions, inv)`` (int64 ``n``, float32 ``k``: the angles ``fl32(fl32(p) * inv[j])``, finite), for
+    each of ``wants`` (True: cos, False: sin), cut by rows into one part per thread
+    (:func:`~posenc_cli._native.threads`): per part wanted, the rounded values and the flat angle indices the bound
+    leaves undecided."""
+    rows, inv = source if isinstance(source, tuple) else (source, None)
+    n, k = (rows.size, inv.size) if inv is not None else rows.shape
     outs = {want: np.empty((n, take.size), np.float32) for want in wants}
-    parts = max(1, min(threads(), n, a.size // _PART_MIN))
+    parts = max(1, min(threads(), n, n * k // _PART_MIN))
     cuts = [n * i // parts for i in range(parts + 1)]
 
     def run(lo: int, hi: int) -> tuple[bytes | None, bytes | None]:
         out_cos, out_sin = (outs[want][lo:hi] if want in outs else None for want in (True, False))
-        found: tuple[bytes | None, bytes | None] = core.trig32(a[lo:hi], out_cos, out_sin, k, take)
+        found: tuple[bytes | None, bytes | None] = core.trig32(rows[lo:hi], out_cos, out_sin, k, take, inv)
         return found
 
     if parts == 1:

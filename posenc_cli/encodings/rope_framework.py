@@ -151,8 +151,8 @@ def cache_rows(
 def cache_pair(spec: RopeSpec, first_row: int, stop_row: int) -> tuple[np.ndarray, np.ndarray]:
     """``cache_rows(spec, "cos", ...)`` and ``cache_rows(spec, "sin", ...)`` at once: the angles made once, and
     both values of each from one pass (:func:`~posenc_cli.encodings.float32.cos_sin_columns`)."""
-    theta = angles(spec, np.arange(first_row, stop_row, dtype=np.int64))
-    cos, sin = f32ops.cos_sin_columns(theta, frequencies(spec))
+    positions = np.arange(first_row, stop_row, dtype=np.int64)
+    cos, sin = f32ops.cos_sin_products(positions, inv_freq(spec), frequencies(spec))  # the angles of :func:`angles`
     return _scaled(spec, cos), _scaled(spec, sin)
 
 
