@@ -705,3 +705,20 @@ def test_the_api_refuses_a_whole_table_larger_than_memory_and_streams_it_lazily(
     with pytest.raises(PosencError, match="the RoPE caches"):
         api.rope(4096, 128)
     assert isinstance(api.generate(4096, 1024, lazy=True).array, RowSource)
+
+
+def test_a_link_or_file_planted_at_the_temporary_name_is_never_written_through(tmp_path, monkeypatch):
+    """An attacker who can guess the next temporary name plants a link to a victim file, or a file of their own:
+    make_temp neither writes through the link nor opens the planted file, and takes another name."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    draws = iter([b"\x00" * 6, b"\x01" * 6, b"\x02" * 6])
+    monkeypatch.setattr(atomic.os, "urandom", lambda n: next(draws))
+    (tmp_path / f".pe.npy.1.{'00' * 6}{atomic.TMP_SUFFIX}").symlink_to(victim)
+    (tmp_path / f".pe.npy.1.{'01' * 6}{atomic.TMP_SUFFIX}").write_bytes(b"planted")
+    fd, path = atomic.make_temp(".pe.npy.1.", tmp_path)
+    os.write(fd, b"new")
+    os.close(fd)
+    assert Path(path).name == f".pe.npy.1.{'02' * 6}{atomic.TMP_SUFFIX}" and Path(path).read_bytes() == b"new"
+    assert victim.read_bytes() == b"keep"
+    assert (tmp_path / f".pe.npy.1.{'01' * 6}{atomic.TMP_SUFFIX}").read_bytes() == b"planted"

@@ -470,7 +470,9 @@ def make_temp(prefix: str, folder: Path) -> tuple[int, str]:
     >>> name.startswith(".pe.npy.1.") and name.endswith(TMP_SUFFIX), oct(os.stat(path).st_mode & 0o777)
     (True, '0o600')
     """
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL  # O_EXCL: never through a link or onto a file put there
+    for extra in ("O_NOFOLLOW", "O_CLOEXEC", "O_NOINHERIT", "O_BINARY"):  # each where the system has it
+        flags |= getattr(os, extra, 0)
     for _ in range(100):  # a clash of 48 random bits is next to impossible; a full folder fails at once
         path = os.path.abspath(os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{TMP_SUFFIX}"))
         try:
